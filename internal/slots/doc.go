@@ -1,0 +1,18 @@
+// Package slots is counterd's PostgreSQL store: it writes increments as
+// slotted upserts, folds slot rows into base totals, and reads totals.
+//
+// One counter is kept as a base row in counters plus up to Slots rows in
+// counter_slots. A write adds to a slot row that no other transaction holds
+// (SELECT ... FOR UPDATE SKIP LOCKED), so concurrent writers of one hot key
+// spread over its slots instead of queueing on one row lock; when every
+// existing slot of a key is held, or the key has none yet, it upserts into a
+// random slot (INSERT ... ON CONFLICT DO UPDATE). A whole batch is written
+// in a constant number of statements over arrays, whatever its size, and
+// rows are always locked in key order so writers rarely deadlock; when they
+// do, the transaction is retried.
+//
+// Fold moves slot counts into the base rows in the same transaction that
+// deletes them, so an increment is never lost or counted twice while writers
+// keep writing. Readers see base plus slots in one statement (the
+// counter_totals view), so they never see a fold half done.
+package slots

@@ -1,0 +1,173 @@
+package slots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ErrOverflow reports that a write would take a stored count past int64.
+var ErrOverflow = errors.New("count would overflow int64")
+
+// DefaultSlots is the default number of slot rows a key may spread over.
+const DefaultSlots = 16
+
+// Delta is one key's net change in a batch.
+type Delta struct {
+	Key string
+	N   int64
+}
+
+// Options configure a Store.
+type Options struct {
+	// Slots is how many slot rows one key may spread over (1..32767).
+	Slots int
+	// MaxAttempts bounds retries of a transaction that hit a deadlock or
+	// serialization failure (default 8).
+	MaxAttempts int
+}
+
+// Store reads and writes counters in PostgreSQL.
+type Store struct {
+	pool        *pgxpool.Pool
+	slots       int
+	maxAttempts int
+}
+
+// New returns a Store over pool, which must have the schema migrated.
+func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
+	if opts.Slots == 0 {
+		opts.Slots = DefaultSlots
+	}
+	if opts.Slots < 1 || opts.Slots > 32767 {
+		return nil, fmt.Errorf("slots must be 1..32767, got %d", opts.Slots)
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 8
+	}
+	return &Store{pool: pool, slots: opts.Slots, maxAttempts: opts.MaxAttempts}, nil
+}
+
+// Slots returns how many slot rows one key may spread over.
+func (s *Store) Slots() int { return s.slots }
+
+// ApplyResult says how a batch was written.
+type ApplyResult struct {
+	// Picked counts keys written into a free existing slot row.
+	Picked int
+	// Upserted counts keys written by the random-slot upsert fallback.
+	Upserted int
+	// Attempts is how many transactions it took (1 unless retried).
+	Attempts int
+}
+
+// Apply adds every delta in one statement (its own transaction). Keys must
+// be unique in batch; Apply sorts batch by key in place, because every
+// writer must lock rows in the same order. Deadlocks and serialization
+// failures are retried; an int64 overflow returns an error wrapping
+// ErrOverflow and writes nothing.
+func (s *Store) Apply(ctx context.Context, batch []Delta) (ApplyResult, error) {
+	var res ApplyResult
+	if len(batch) == 0 {
+		return res, nil
+	}
+	slices.SortFunc(batch, func(a, b Delta) int { return strings.Compare(a.Key, b.Key) })
+	keys := make([]string, len(batch))
+	deltas := make([]int64, len(batch))
+	fallback := make([]int16, len(batch))
+	for i, d := range batch {
+		keys[i], deltas[i] = d.Key, d.N
+		fallback[i] = int16(rand.IntN(s.slots))
+	}
+	err := s.retry(ctx, &res.Attempts, func() error {
+		return s.pool.QueryRow(ctx, addBatch, keys, deltas, fallback).Scan(&res.Picked, &res.Upserted)
+	})
+	return res, err
+}
+
+// addBatch calls the slotted write function (sql/001_init.up.sql).
+const addBatch = `SELECT picked, upserted FROM counterd_add($1::text[], $2::bigint[], $3::smallint[])`
+
+// Totals returns base plus slots for each key, in one statement; a key
+// never counted is 0.
+func (s *Store) Totals(ctx context.Context, keys []string) ([]int64, error) {
+	out := make([]int64, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, totals, keys)
+	if err != nil {
+		return nil, fmt.Errorf("read totals: %w", classify(err))
+	}
+	var (
+		ord int64
+		n   int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&ord, &n}, func() error {
+		out[ord-1] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read totals: %w", classify(err))
+	}
+	return out, nil
+}
+
+// totals is counter_totals for a list of keys, written per key so each is
+// an index lookup rather than an aggregate over the whole view.
+const totals = `
+SELECT k.ord, (
+    SELECT coalesce(sum(n), 0)::bigint FROM (
+        SELECT c.total AS n FROM counters c WHERE c.key = k.key
+        UNION ALL
+        SELECT cs.count FROM counter_slots cs WHERE cs.key = k.key
+    ) AS parts
+)
+FROM unnest($1::text[]) WITH ORDINALITY AS k(key, ord)`
+
+// retry runs fn, again after a deadlock or serialization
+// failure, at most s.maxAttempts times.
+func (s *Store) retry(ctx context.Context, attempts *int, fn func() error) error {
+	for {
+		*attempts++
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		err = classify(err)
+		if !retryable(err) || *attempts >= s.maxAttempts {
+			return fmt.Errorf("write batch (attempt %d): %w", *attempts, err)
+		}
+		backoff := time.Duration(rand.Int64N(int64(time.Millisecond) << min(*attempts, 6)))
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("write batch: %w", ctx.Err())
+		case <-time.After(backoff):
+		}
+	}
+}
+
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "40P01" || pgErr.Code == "40001"
+	}
+	return false
+}
+
+// classify wraps a numeric overflow from PostgreSQL in ErrOverflow.
+func classify(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "22003" {
+		return fmt.Errorf("%w: %s", ErrOverflow, pgErr.Message)
+	}
+	return err
+}

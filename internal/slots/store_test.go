@@ -1,0 +1,245 @@
+package slots_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/counterd/counterd/internal/pgtest"
+	"github.com/counterd/counterd/internal/slots"
+)
+
+func newStore(t *testing.T, n int) (*slots.Store, *pgtest.DB) {
+	t.Helper()
+	db := pgtest.New(t, pgtest.Options{})
+	s, err := slots.New(db.Pool, slots.Options{Slots: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, db
+}
+
+func total(t *testing.T, db *pgtest.DB, key string) int64 {
+	t.Helper()
+	var n int64
+	err := db.Pool.QueryRow(context.Background(), `SELECT coalesce((SELECT total FROM counter_totals WHERE key = $1), 0)`, key).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestApplyOneHotKey(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t, 8)
+	ctx := context.Background()
+	const workers, per = 32, 60
+	var (
+		mu               sync.Mutex
+		picked, upserted int
+		wg               sync.WaitGroup
+		firstErr         error
+	)
+	for range workers {
+		wg.Go(func() {
+			for range per {
+				res, err := s.Apply(ctx, []slots.Delta{{Key: "post:hot", N: 1}})
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				picked += res.Picked
+				upserted += res.Upserted
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatal(firstErr)
+	}
+	if got, want := total(t, db, "post:hot"), int64(workers*per); got != want {
+		t.Fatalf("total: got %d; want %d", got, want)
+	}
+	if picked == 0 || upserted == 0 {
+		t.Fatalf("both paths should run under contention: picked %d, upserted %d", picked, upserted)
+	}
+	var rows int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM counter_slots WHERE key = 'post:hot'`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows < 2 || rows > 8 {
+		t.Fatalf("slot rows: got %d; want 2..8 (spread over slots, bounded by Slots)", rows)
+	}
+	t.Logf("picked %d, upserted %d, slot rows %d", picked, upserted, rows)
+}
+
+func TestApplySpreadKeys(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t, 4)
+	ctx := context.Background()
+	const workers, batches, keys = 32, 20, 300
+	want := make([]int64, keys)
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		firstErr error
+	)
+	for w := range workers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			for range batches {
+				seen := map[int]bool{}
+				var batch []slots.Delta
+				for range 40 {
+					k := rng.IntN(keys)
+					if seen[k] {
+						continue
+					}
+					seen[k] = true
+					n := rng.Int64N(7) - 2 // some unlikes
+					batch = append(batch, slots.Delta{Key: fmt.Sprintf("post:%d", k), N: n})
+					mu.Lock()
+					want[k] += n
+					mu.Unlock()
+				}
+				if _, err := s.Apply(ctx, batch); err != nil {
+					mu.Lock()
+					firstErr = errors.Join(firstErr, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatal(firstErr)
+	}
+	names := make([]string, keys)
+	for k := range keys {
+		names[k] = fmt.Sprintf("post:%d", k)
+	}
+	got, err := s.Totals(ctx, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range keys {
+		if got[k] != want[k] {
+			t.Errorf("%s: got %d; want %d", names[k], got[k], want[k])
+		}
+		if v := total(t, db, names[k]); k%37 == 0 && v != want[k] {
+			t.Errorf("counter_totals %s: got %d; want %d", names[k], v, want[k])
+		}
+	}
+}
+
+func TestTotalsNeverCounted(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t, 4)
+	got, err := s.Totals(context.Background(), []string{"nope", "nope:2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != 0 || got[1] != 0 {
+		t.Fatalf("got %v; want [0 0]", got)
+	}
+}
+
+func TestApplyOverflow(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t, 1)
+	ctx := context.Background()
+	f := func(batch []slots.Delta, wantErr bool) {
+		t.Helper()
+		_, err := s.Apply(ctx, batch)
+		if got := errors.Is(err, slots.ErrOverflow); got != wantErr {
+			t.Fatalf("Apply(%v): overflow error %v (%v); want %v", batch, got, err, wantErr)
+		}
+	}
+	f([]slots.Delta{{Key: "big", N: math.MaxInt64 - 1}}, false)
+	f([]slots.Delta{{Key: "big", N: 1}, {Key: "other", N: 5}}, false)
+	f([]slots.Delta{{Key: "big", N: 1}, {Key: "other", N: 5}}, true)
+	if got, want := total(t, db, "big"), int64(math.MaxInt64); got != want {
+		t.Fatalf("big: got %d; want %d", got, want)
+	}
+	if got, want := total(t, db, "other"), int64(5); got != want {
+		t.Fatalf("other after the failed batch: got %d; want %d (nothing of it written)", got, want)
+	}
+	f([]slots.Delta{{Key: "big", N: -10}}, false)
+}
+
+func TestFoldRacingWriters(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const workers, batches, keys = 8, 60, 20
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		want     = make(map[string]int64)
+		firstErr error
+	)
+	for w := range workers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 2))
+			for range batches {
+				k := fmt.Sprintf("post:%d", rng.IntN(keys))
+				k2 := fmt.Sprintf("post:%d", keys+rng.IntN(keys))
+				batch := []slots.Delta{{Key: k, N: 3}, {Key: k2, N: 1}}
+				_, err := s.Apply(ctx, batch)
+				mu.Lock()
+				if err != nil {
+					firstErr = errors.Join(firstErr, err)
+				} else {
+					want[k] += 3
+					want[k2]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	// Fold with tiny chunks for as long as the writers run, and at least
+	// five times.
+	var folds int
+	var foldErr error
+	for stop := false; !stop || folds < 5; {
+		select {
+		case <-finished:
+			stop = true
+		default:
+		}
+		if _, err := s.Fold(ctx, 7, time.Time{}); err != nil {
+			foldErr = err
+			<-finished
+			break
+		}
+		folds++
+	}
+	if firstErr != nil || foldErr != nil {
+		t.Fatal(errors.Join(firstErr, foldErr))
+	}
+	if _, err := s.Fold(ctx, 0, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	var slotRows int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM counter_slots`).Scan(&slotRows); err != nil {
+		t.Fatal(err)
+	}
+	if slotRows != 0 {
+		t.Fatalf("slot rows after a quiet fold: got %d; want 0", slotRows)
+	}
+	for k, w := range want {
+		if got := total(t, db, k); got != w {
+			t.Errorf("%s: got %d; want %d", k, got, w)
+		}
+	}
+	t.Logf("%d fold passes raced the writers", folds)
+}
