@@ -1,0 +1,27 @@
+// Command counterd is the counting sidecar: it accepts Redis-protocol
+// increments on a Unix socket and writes them to PostgreSQL as slotted
+// upserts. Run "counterd -h" for its settings.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "counterd:", err)
+		var u usageError
+		if errors.As(err, &u) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}

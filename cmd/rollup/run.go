@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/counterd/counterd/internal/config"
+	"github.com/counterd/counterd/internal/database"
+	"github.com/counterd/counterd/internal/logging"
+	"github.com/counterd/counterd/internal/slots"
+)
+
+// usageError is a bad command line or setting: exit code 2.
+type usageError struct{ error }
+
+const usage = `usage: rollup [once]
+
+  rollup       fold slot rows into counters on ROLLUP_SCHEDULE until SIGTERM
+  rollup once  fold once and exit
+
+Settings come from the environment:
+
+`
+
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+	cmd := "schedule"
+	if len(args) > 0 {
+		cmd = args[0]
+	}
+	switch {
+	case cmd == "-h" || cmd == "--help" || cmd == "help":
+		fmt.Fprint(stdout, usage)
+		config.Usage[config.Rollup](stdout)
+		return nil
+	case len(args) > 1 || (cmd != "schedule" && cmd != "once"):
+		return usageError{fmt.Errorf("unknown arguments %q; run rollup -h", args)}
+	}
+	cfg, err := config.Load[config.Rollup](environ)
+	if err != nil {
+		return usageError{err}
+	}
+	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+	pool, err := database.Open(ctx, cfg.DatabaseURL, 2, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	// The daemon owns the schema; rollup only needs it to exist.
+	store, err := slots.New(pool, slots.Options{})
+	if err != nil {
+		return err
+	}
+	pass := func() error {
+		pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		defer cancel()
+		start := time.Now()
+		res, err := store.Fold(pctx, cfg.Chunk, time.Time{})
+		if err != nil {
+			return fmt.Errorf("rollup pass: %w", err)
+		}
+		log.Info("rollup pass", "slot_rows", res.Rows, "keys", res.Keys, "chunks", res.Chunks, "took", time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "folded %d slot rows into %d keys\n", res.Rows, res.Keys)
+		return nil
+	}
+	if cmd == "once" {
+		return pass()
+	}
+	return schedule(ctx, cfg.Schedule, log, pass)
+}
+
+// schedule runs pass on spec until ctx ends. A pass never overlaps the
+// previous one; a failed pass is logged and the next one tries again.
+func schedule(ctx context.Context, spec string, log *slog.Logger, pass func() error) error {
+	c := cron.New(cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
+	if _, err := c.AddFunc(spec, func() {
+		if err := pass(); err != nil {
+			log.Error("rollup pass failed", "err", err)
+		}
+	}); err != nil {
+		return usageError{fmt.Errorf("ROLLUP_SCHEDULE: %w", err)}
+	}
+	log.Info("rollup scheduled", "schedule", spec)
+	c.Start()
+	<-ctx.Done()
+	<-c.Stop().Done()
+	log.Info("rollup stopped")
+	return nil
+}

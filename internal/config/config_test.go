@@ -1,0 +1,85 @@
+package config_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/counterd/counterd/internal/config"
+)
+
+func TestLoadCounterd(t *testing.T) {
+	t.Parallel()
+	f := func(env []string, wantVar string) {
+		t.Helper()
+		_, err := config.Load[config.Counterd](env)
+		var cerr *config.Error
+		switch {
+		case wantVar == "" && err != nil:
+			t.Fatalf("Load(%v): %v; want no error", env, err)
+		case wantVar != "" && !errors.As(err, &cerr):
+			t.Fatalf("Load(%v): %v; want a *config.Error for %s", env, err, wantVar)
+		case wantVar != "" && cerr.Var != wantVar:
+			t.Fatalf("Load(%v): error names %s; want %s", env, cerr.Var, wantVar)
+		case err != nil && strings.Contains(err.Error(), "\n"):
+			t.Fatalf("error %q spans lines", err)
+		}
+	}
+	db := "DATABASE_URL=postgres://x/y"
+	f([]string{db}, "")
+	f(nil, "DATABASE_URL")
+	f([]string{db, "COUNTERD_FLUSH_INTERVAL=soon"}, "COUNTERD_FLUSH_INTERVAL")
+	f([]string{db, "COUNTERD_FLUSH_INTERVAL=-1s"}, "COUNTERD_FLUSH_INTERVAL")
+	f([]string{db, "COUNTERD_SLOTS=0"}, "COUNTERD_SLOTS")
+	f([]string{db, "COUNTERD_SLOTS=many"}, "COUNTERD_SLOTS")
+	f([]string{db, "COUNTERD_SOCKET_MODE=0999"}, "COUNTERD_SOCKET_MODE")
+	f([]string{db, "COUNTERD_SOCKET_MODE=0660"}, "")
+	f([]string{db, "COUNTERD_LOG_LEVEL=loud"}, "COUNTERD_LOG_LEVEL")
+	f([]string{db, "COUNTERD_LOG_FORMAT=xml"}, "COUNTERD_LOG_FORMAT")
+	f([]string{db, "COUNTERD_SOCKET=/" + strings.Repeat("a", 120)}, "COUNTERD_SOCKET")
+}
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := config.Load[config.Counterd]([]string{"DATABASE_URL=postgres://x/y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SocketMode != 0o600 || c.FlushInterval != 100*time.Millisecond || !strings.HasPrefix(c.MetricsAddr, "127.0.0.1:") {
+		t.Fatalf("defaults: mode %o, interval %v, metrics %q", c.SocketMode, c.FlushInterval, c.MetricsAddr)
+	}
+}
+
+func TestLoadRollup(t *testing.T) {
+	t.Parallel()
+	f := func(sched, wantVar string) {
+		t.Helper()
+		_, err := config.Load[config.Rollup]([]string{"DATABASE_URL=postgres://x/y", "ROLLUP_SCHEDULE=" + sched})
+		var cerr *config.Error
+		if wantVar == "" {
+			if err != nil {
+				t.Fatalf("schedule %q: %v; want ok", sched, err)
+			}
+			return
+		}
+		if !errors.As(err, &cerr) || cerr.Var != wantVar {
+			t.Fatalf("schedule %q: %v; want error naming %s", sched, err, wantVar)
+		}
+	}
+	f("@every 10s", "")
+	f("*/5 * * * *", "")
+	f("every so often", "ROLLUP_SCHEDULE")
+}
+
+func TestUsageListsEveryVariable(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	config.Usage[config.Counterd](&b)
+	for _, v := range []string{"DATABASE_URL", "COUNTERD_SOCKET", "COUNTERD_METRICS_ADDR", "COUNTERD_FLUSH_INTERVAL", "(required)", "127.0.0.1:9464"} {
+		if !strings.Contains(b.String(), v) {
+			t.Errorf("usage lacks %q:\n%s", v, b.String())
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Counterd is the daemon's configuration.
+type Counterd struct {
+	DatabaseURL string `env:"DATABASE_URL,required" help:"PostgreSQL connection URL (never logged)"`
+	Socket      string `env:"COUNTERD_SOCKET" envDefault:"/tmp/counterd.sock" help:"Unix socket to listen on (created mode 0600)"`
+	// 0600 because anyone who can write the socket can change counts.
+	SocketMode  Mode   `env:"COUNTERD_SOCKET_MODE" envDefault:"0600" help:"permission bits of the socket, octal"`
+	MetricsAddr string `env:"COUNTERD_METRICS_ADDR" envDefault:"127.0.0.1:9464" help:"HTTP address for /metrics, /healthz, /readyz (empty disables)"`
+
+	FlushInterval time.Duration `env:"COUNTERD_FLUSH_INTERVAL" envDefault:"100ms" help:"write coalesced increments at least this often"`
+	// 10k keys per statement keeps one flush well under a second on a
+	// laptop while amortising the round trip.
+	FlushMaxKeys   int           `env:"COUNTERD_FLUSH_MAX_KEYS" envDefault:"10000" help:"flush early once this many distinct keys are pending"`
+	FlushTimeout   time.Duration `env:"COUNTERD_FLUSH_TIMEOUT" envDefault:"10s" help:"how long FLUSH and GET wait for PostgreSQL before replying -ERR"`
+	MaxPendingKeys int           `env:"COUNTERD_MAX_PENDING_KEYS" envDefault:"1000000" help:"refuse new keys (-ERR, back off) past this many unflushed keys"`
+
+	Slots      int `env:"COUNTERD_SLOTS" envDefault:"16" help:"slot rows one key may spread over"`
+	DBMaxConns int `env:"COUNTERD_DB_MAX_CONNS" envDefault:"8" help:"PostgreSQL connections in the pool"`
+
+	ShutdownTimeout time.Duration `env:"COUNTERD_SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long to keep retrying the final flush"`
+	LogLevel        slog.Level    `env:"COUNTERD_LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
+	LogFormat       string        `env:"COUNTERD_LOG_FORMAT" envDefault:"text" help:"text or json"`
+}
+
+// Validate checks ranges env cannot express.
+func (c *Counterd) Validate() error {
+	switch {
+	case c.Socket == "":
+		return &Error{"COUNTERD_SOCKET", "must not be empty"}
+	case len(c.Socket) > 107:
+		return &Error{"COUNTERD_SOCKET", "path longer than the 107 bytes a Unix socket allows"}
+	case c.FlushInterval <= 0:
+		return &Error{"COUNTERD_FLUSH_INTERVAL", "must be positive"}
+	case c.FlushMaxKeys < 1:
+		return &Error{"COUNTERD_FLUSH_MAX_KEYS", "must be at least 1"}
+	case c.FlushTimeout <= 0:
+		return &Error{"COUNTERD_FLUSH_TIMEOUT", "must be positive"}
+	case c.MaxPendingKeys < 1:
+		return &Error{"COUNTERD_MAX_PENDING_KEYS", "must be at least 1"}
+	case c.Slots < 1 || c.Slots > 32767:
+		return &Error{"COUNTERD_SLOTS", "must be 1..32767"}
+	case c.DBMaxConns < 1:
+		return &Error{"COUNTERD_DB_MAX_CONNS", "must be at least 1"}
+	case c.ShutdownTimeout <= 0:
+		return &Error{"COUNTERD_SHUTDOWN_TIMEOUT", "must be positive"}
+	}
+	return validLogFormat("COUNTERD_LOG_FORMAT", c.LogFormat)
+}
+
+func validLogFormat(name, f string) error {
+	if f != "text" && f != "json" {
+		return &Error{name, fmt.Sprintf("%q is not text or json", f)}
+	}
+	return nil
+}

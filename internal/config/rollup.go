@@ -1,0 +1,34 @@
+package config
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// Rollup is the rollup job's configuration.
+type Rollup struct {
+	DatabaseURL string `env:"DATABASE_URL,required" help:"PostgreSQL connection URL (never logged)"`
+	// Every minute keeps slot tables small without making the fold itself
+	// a noticeable load; the descriptor form accepts "@every 10s" too.
+	Schedule  string        `env:"ROLLUP_SCHEDULE" envDefault:"@every 1m" help:"robfig/cron schedule: 5 fields or @every DURATION"`
+	Chunk     int           `env:"ROLLUP_CHUNK" envDefault:"5000" help:"slot rows folded per transaction"`
+	Timeout   time.Duration `env:"ROLLUP_TIMEOUT" envDefault:"5m" help:"longest one pass may take"`
+	LogLevel  slog.Level    `env:"ROLLUP_LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
+	LogFormat string        `env:"ROLLUP_LOG_FORMAT" envDefault:"text" help:"text or json"`
+}
+
+// Validate checks the schedule parses and ranges hold.
+func (c *Rollup) Validate() error {
+	if _, err := cron.ParseStandard(c.Schedule); err != nil {
+		return &Error{"ROLLUP_SCHEDULE", err.Error()}
+	}
+	if c.Chunk < 1 {
+		return &Error{"ROLLUP_CHUNK", "must be at least 1"}
+	}
+	if c.Timeout <= 0 {
+		return &Error{"ROLLUP_TIMEOUT", "must be positive"}
+	}
+	return validLogFormat("ROLLUP_LOG_FORMAT", c.LogFormat)
+}
