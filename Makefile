@@ -1,0 +1,37 @@
+# counterd — see README.md. `make help` lists the targets.
+SHELL := bash
+GO    ?= go
+BIN   := bin
+
+.DEFAULT_GOAL := help
+.PHONY: help build run test bench fuzz pg-start pg-stop pg-destroy clean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
+
+build: ## build bin/counterd and bin/rollup
+	$(GO) build -o $(BIN)/ ./cmd/counterd ./cmd/rollup
+
+run: build ## start a throwaway PostgreSQL (unless DATABASE_URL is set), counterd and the rollup scheduler
+	@scripts/run.sh
+
+test: ## go test -race ./... against a throwaway PostgreSQL (or TEST_DATABASE_URL)
+	@scripts/test.sh
+
+bench: build ## Go benchmarks of the hot paths
+	@scripts/test.sh -run '^$$' -bench . -benchmem
+
+fuzz: ## fuzz the protocol reader for 30s
+	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime 30s ./internal/resp
+
+pg-start: ## start the throwaway PostgreSQL and print its URL
+	@scripts/pg.sh start
+
+pg-stop: ## stop the throwaway PostgreSQL
+	@scripts/pg.sh stop
+
+pg-destroy: ## stop the throwaway PostgreSQL and delete its data
+	@scripts/pg.sh destroy
+
+clean: ## remove build outputs
+	rm -rf $(BIN)

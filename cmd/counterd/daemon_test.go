@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/counterd/counterd/internal/pgtest"
+)
+
+// binary is counterd built once for every test in this package.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "counterd-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "counterd")
+	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build counterd: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// daemon is one counterd process started by a test.
+type daemon struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	socket string
+	db     *pgtest.DB
+	env    []string
+
+	mu     sync.Mutex
+	stderr strings.Builder
+	exited chan struct{}
+	err    error
+}
+
+// shortDir returns a directory whose path is short enough for a Unix
+// socket (t.TempDir paths can pass the 107-byte limit).
+func shortDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// startDaemon runs counterd against db with extra settings and returns
+// once it logs that it is ready.
+func startDaemon(t *testing.T, db *pgtest.DB, extra ...string) *daemon {
+	t.Helper()
+	d := &daemon{t: t, db: db, socket: filepath.Join(shortDir(t), "c.sock")}
+	d.env = append([]string{
+		"PATH=" + os.Getenv("PATH"),
+		"DATABASE_URL=" + db.URL,
+		"COUNTERD_SOCKET=" + d.socket,
+		"COUNTERD_METRICS_ADDR=127.0.0.1:0",
+		"COUNTERD_LOG_LEVEL=debug",
+	}, extra...)
+	d.start()
+	t.Cleanup(d.kill)
+	return d
+}
+
+func (d *daemon) start() {
+	d.t.Helper()
+	d.cmd = exec.Command(binary)
+	d.cmd.Env = d.env
+	pr, pw := io.Pipe()
+	d.cmd.Stderr = pw
+	d.exited = make(chan struct{})
+	if err := d.cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		once := sync.Once{}
+		for sc.Scan() {
+			d.mu.Lock()
+			d.stderr.WriteString(sc.Text() + "\n")
+			d.mu.Unlock()
+			if strings.Contains(sc.Text(), "counterd ready") {
+				once.Do(func() { close(ready) })
+			}
+		}
+	}()
+	go func() {
+		d.err = d.cmd.Wait()
+		pw.Close()
+		close(d.exited)
+	}()
+	select {
+	case <-ready:
+	case <-d.exited:
+		d.t.Fatalf("counterd exited before it was ready: %v\n%s", d.err, d.log())
+	case <-time.After(30 * time.Second):
+		d.t.Fatalf("counterd not ready after 30s\n%s", d.log())
+	}
+}
+
+func (d *daemon) log() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stderr.String()
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (d *daemon) stop() {
+	d.t.Helper()
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(60 * time.Second):
+		d.t.Fatalf("counterd did not exit within 60s of SIGTERM\n%s", d.log())
+	}
+	if d.err != nil {
+		d.t.Fatalf("counterd exit: %v\n%s", d.err, d.log())
+	}
+}
+
+// kill ends the process at once (SIGKILL) if it still runs.
+func (d *daemon) kill() {
+	select {
+	case <-d.exited:
+		return
+	default:
+	}
+	_ = d.cmd.Process.Kill()
+	<-d.exited
+}
+
+// total reads counter_totals for key.
+func total(t *testing.T, db *pgtest.DB, key string) int64 {
+	t.Helper()
+	var n int64
+	err := db.Pool.QueryRow(context.Background(),
+		`SELECT coalesce((SELECT total FROM counter_totals WHERE key = $1), 0)`, key).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/counterd/counterd/internal/pgtest"
+)
+
+func client(t *testing.T, socket string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Network: "unix", Addr: socket, Protocol: 2, DisableIdentity: true})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestGoRedisClient(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=1h") // only FLUSH writes
+	c := client(t, d.socket)
+	ctx := context.Background()
+
+	mustInt := func(cmd *redis.IntCmd, want int64) {
+		t.Helper()
+		got, err := cmd.Result()
+		if err != nil || got != want {
+			t.Fatalf("%v: got %d, %v; want %d", cmd.Args(), got, err, want)
+		}
+	}
+	mustInt(c.Incr(ctx, "post:42"), 1)
+	mustInt(c.IncrBy(ctx, "post:42", 10), 10)
+	mustInt(c.Decr(ctx, "post:42"), -1)
+	mustInt(c.DecrBy(ctx, "post:42", 3), -3)
+	mustInt(c.IncrBy(ctx, "post:43", -5), -5)
+
+	// GET sees what is accepted but not yet written.
+	if got, err := c.Get(ctx, "post:42").Int64(); err != nil || got != 7 {
+		t.Fatalf("GET before FLUSH: got %d, %v; want 7", got, err)
+	}
+	if got := total(t, db, "post:42"); got != 0 {
+		t.Fatalf("counter_totals before FLUSH: got %d; want 0 (flush interval is 1h)", got)
+	}
+	if err := c.Do(ctx, "FLUSH").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := total(t, db, "post:42"); got != 7 {
+		t.Fatalf("counter_totals after FLUSH: got %d; want 7", got)
+	}
+	vals, err := c.MGet(ctx, "post:42", "post:43", "never:seen").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(vals); got != "[7 -5 0]" {
+		t.Fatalf("MGET: got %s; want [7 -5 0]", got)
+	}
+
+	// Errors are replies; the connection stays usable after each.
+	errCases := []struct {
+		args []any
+		want string
+	}{
+		{[]any{"incr", "bad key"}, "invalid key"},
+		{[]any{"incr", strings.Repeat("k", 257)}, "longer than 256"},
+		{[]any{"incr", "bad\x00key"}, "control character"},
+		{[]any{"incr", "bad\xffkey"}, "UTF-8"},
+		{[]any{"incrby", "post:42", "1.5"}, "not an integer"},
+		{[]any{"incrby", "post:42", "99999999999999999999"}, "not an integer"},
+		{[]any{"incrby", "post:42", "9223372036854775807"}, ""},
+		{[]any{"incrby", "post:42", "1"}, "overflow"},
+		{[]any{"decrby", "post:42", "-9223372036854775808"}, "overflow"},
+		{[]any{"incr"}, "wrong number of arguments"},
+		{[]any{"frobnicate", "x"}, "unknown command 'frobnicate'"},
+	}
+	for _, tc := range errCases {
+		err := c.Do(ctx, tc.args...).Err()
+		if tc.want == "" {
+			if err != nil {
+				t.Fatalf("%v: %v; want success", tc.args, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v; want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING after errors: %v", err)
+	}
+	// Undo the big INCRBY so the pending delta can be written.
+	mustInt(c.DecrBy(ctx, "post:42", 9223372036854775807), -9223372036854775807)
+
+	// A pipeline of many increments is acknowledged in order.
+	pipe := c.Pipeline()
+	for range 1000 {
+		pipe.Incr(ctx, "post:pipe")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(ctx, "FLUSH").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := total(t, db, "post:pipe"); got != 1000 {
+		t.Fatalf("post:pipe: got %d; want 1000", got)
+	}
+	if got := total(t, db, "post:42"); got != 7 {
+		t.Fatalf("post:42 after rejected increments: got %d; want 7", got)
+	}
+}
+
+func TestInlineProtocol(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db)
+	conn, err := net.Dial("unix", d.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	// What `printf '...' | nc -U SOCKET` sends: several commands at once.
+	in := "incr post:1\r\nincrby post:1 41\nGET post:1\r\nping\r\n\r\nnope\r\nincrby post:1 x\r\nflush\r\nquit\r\n"
+	if _, err := conn.Write([]byte(in)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		":1", ":41", "$2", "42", "+PONG",
+		"-ERR unknown command 'nope', with args beginning with:",
+		"-ERR value is not an integer or out of range",
+		"+OK", "+OK",
+	}
+	sc := bufio.NewScanner(conn)
+	for i, w := range want {
+		if !sc.Scan() {
+			t.Fatalf("reply %d: connection ended (%v); want %q", i, sc.Err(), w)
+		}
+		if got := sc.Text(); got != w {
+			t.Fatalf("reply %d: got %q; want %q", i, got, w)
+		}
+	}
+	if sc.Scan() {
+		t.Fatalf("after QUIT: got %q; want the connection closed", sc.Text())
+	}
+	if got := total(t, db, "post:1"); got != 42 {
+		t.Fatalf("post:1: got %d; want 42", got)
+	}
+}
+
+func TestProtocolErrorClosesConnection(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db)
+	conn, err := net.Dial("unix", d.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := conn.Write([]byte("*1\r\n$x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "-ERR Protocol error") {
+		t.Fatalf("got %q, %v; want -ERR Protocol error", line, err)
+	}
+	// The daemon itself stays up.
+	if err := client(t, d.socket).Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSocketPermissions(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db)
+	fi, err := os.Stat(d.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o600 {
+		t.Fatalf("socket mode: got %o; want 600", got)
+	}
+}
+
+// SIGTERM stops accepting, writes everything acknowledged, and exits 0.
+func TestSIGTERMDrains(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=1h")
+	ctx := context.Background()
+	const clients, per = 8, 500
+	var wg sync.WaitGroup
+	acked := make([]int64, clients)
+	for i := range clients {
+		wg.Go(func() {
+			c := client(t, d.socket)
+			for range per {
+				if err := c.Incr(ctx, fmt.Sprintf("post:%d", i%3)).Err(); err != nil {
+					return
+				}
+				acked[i]++
+			}
+		})
+	}
+	wg.Wait()
+	d.stop()
+	want := map[string]int64{}
+	for i, n := range acked {
+		want[fmt.Sprintf("post:%d", i%3)] += n
+	}
+	for k, w := range want {
+		if w == 0 {
+			t.Fatalf("%s: no increment acknowledged", k)
+		}
+		if got := total(t, db, k); got != w {
+			t.Errorf("%s: got %d; want %d acknowledged", k, got, w)
+		}
+	}
+	if _, err := os.Stat(d.socket); !os.IsNotExist(err) {
+		t.Errorf("socket left behind after exit: %v", err)
+	}
+}
+
+func TestBadConfigExitsTwo(t *testing.T) {
+	t.Parallel()
+	f := func(env []string, want string) {
+		t.Helper()
+		cmd := exec.Command(binary)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 {
+			t.Fatalf("env %v: exit %v; want code 2\n%s", env, err, out)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], want) {
+			t.Fatalf("env %v: output %q; want one line naming %s", env, out, want)
+		}
+	}
+	f(nil, "DATABASE_URL")
+	f([]string{"DATABASE_URL=postgres://secret:hunter2@nowhere/x", "COUNTERD_SLOTS=lots"}, "COUNTERD_SLOTS")
+	f([]string{"DATABASE_URL=postgres://x/y", "COUNTERD_SOCKET_MODE=rwx"}, "COUNTERD_SOCKET_MODE")
+}
+
+func TestHelpListsSettings(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command(binary, "-h").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"COUNTERD_SOCKET", "DATABASE_URL", "COUNTERD_FLUSH_INTERVAL", "migrate"} {
+		if !strings.Contains(string(out), v) {
+			t.Errorf("-h output lacks %s", v)
+		}
+	}
+}
+
+func TestUnreachableDatabase(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(binary)
+	cmd.Env = []string{"DATABASE_URL=postgres://u:hunter2@/x?host=/nonexistent&connect_timeout=1", "COUNTERD_SOCKET=" + shortDir(t) + "/s"}
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v; want 1\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "unreachable") || strings.Contains(string(out), "hunter2") {
+		t.Fatalf("output %q: want a clear 'unreachable' error without the password", out)
+	}
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/counterd/counterd/internal/pgtest"
+	"github.com/counterd/counterd/internal/slots"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "rollup-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "rollup")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build rollup: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func sum(t *testing.T, db *pgtest.DB, table, col string) (n int64) {
+	t.Helper()
+	q := fmt.Sprintf(`SELECT coalesce(sum(%s), 0)::bigint FROM %s`, col, table)
+	if err := db.Pool.QueryRow(context.Background(), q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// rollup once, run again and again while writers write, moves every
+// increment into counters exactly once.
+func TestOnceRacingWriters(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	store, err := slots.New(db.Pool, slots.Options{Slots: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	stop := make(chan struct{})
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		written int64
+		werr    error
+	)
+	for w := range 6 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				batch := []slots.Delta{{Key: fmt.Sprintf("post:%d", i%5), N: 2}, {Key: fmt.Sprintf("post:x%d", w), N: 1}}
+				_, err := store.Apply(ctx, batch)
+				mu.Lock()
+				if err != nil {
+					werr = errors.Join(werr, err)
+				} else {
+					written += 3
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	env := []string{"DATABASE_URL=" + db.URL, "ROLLUP_CHUNK=3"}
+	var folded int
+	for range 5 {
+		cmd := exec.Command(binary, "once")
+		cmd.Env = env
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("rollup once: %v", err)
+		}
+		if !strings.HasPrefix(string(out), "folded ") {
+			t.Fatalf("rollup once printed %q; want 'folded N slot rows ...'", out)
+		}
+		folded++
+	}
+	close(stop)
+	wg.Wait()
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	before := sum(t, db, "counter_totals", "total")
+	cmd := exec.Command(binary, "once")
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("final rollup: %v\n%s", err, out)
+	}
+	if got := sum(t, db, "counter_slots", "count"); got != 0 {
+		t.Fatalf("slot rows left after a quiet pass: sum %d; want 0", got)
+	}
+	base := sum(t, db, "counters", "total")
+	if base != written || before != written {
+		t.Fatalf("totals: counters %d, counter_totals before the last pass %d; want both %d written", base, before, written)
+	}
+	t.Logf("%d passes raced %d increments", folded, written)
+}
+
+// The scheduler runs passes on its schedule and stops cleanly on SIGTERM.
+func TestScheduleRunsAndStops(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	store, err := slots.New(db.Pool, slots.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Apply(context.Background(), []slots.Delta{{Key: "post:1", N: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary)
+	cmd.Env = []string{"DATABASE_URL=" + db.URL, "ROLLUP_SCHEDULE=@every 1s"}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stderr)
+	passed := make(chan struct{})
+	go func() {
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "msg=\"rollup pass\"") && strings.Contains(sc.Text(), "slot_rows=1") {
+				close(passed)
+				break
+			}
+		}
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case <-passed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no rollup pass within 30s on a 1s schedule")
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v; want 0", err)
+	}
+	if got := sum(t, db, "counters", "total"); got != 5 {
+		t.Fatalf("counters: got %d; want 5", got)
+	}
+}
+
+func TestBadScheduleExitsTwo(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(binary)
+	cmd.Env = []string{"DATABASE_URL=postgres://x/y", "ROLLUP_SCHEDULE=whenever"}
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "ROLLUP_SCHEDULE") {
+		t.Fatalf("got %v, %q; want exit 2 naming ROLLUP_SCHEDULE", err, out)
+	}
+}
