@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,6 +147,35 @@ func (d *daemon) kill() {
 	}
 	_ = d.cmd.Process.Kill()
 	<-d.exited
+}
+
+// metricsAddr is the address the daemon logged for its metrics listener.
+func (d *daemon) metricsAddr() string {
+	d.t.Helper()
+	for _, line := range strings.Split(d.log(), "\n") {
+		if _, rest, ok := strings.Cut(line, `msg="serving metrics" addr=`); ok {
+			return strings.Fields(rest)[0]
+		}
+	}
+	d.t.Fatalf("no metrics address in the log\n%s", d.log())
+	return ""
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %s", url, resp.Status, b)
+	}
+	return string(b)
 }
 
 // total reads counter_totals for key.

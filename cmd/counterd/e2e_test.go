@@ -278,3 +278,37 @@ func TestUnreachableDatabase(t *testing.T) {
 		t.Fatalf("output %q: want a clear 'unreachable' error without the password", out)
 	}
 }
+
+func TestMetricsEndpoints(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db)
+	c := client(t, d.socket)
+	ctx := context.Background()
+	if err := c.Incr(ctx, "post:m").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(ctx, "FLUSH").Err(); err != nil {
+		t.Fatal(err)
+	}
+	addr := d.metricsAddr()
+	for path, want := range map[string]string{
+		"/healthz": "ok",
+		"/readyz":  "ready",
+		"/metrics": "counterd_increments_accepted_total 1",
+	} {
+		body := httpGet(t, "http://"+addr+path)
+		if !strings.Contains(body, want) {
+			t.Errorf("GET %s: %q lacks %q", path, body, want)
+		}
+	}
+	body := httpGet(t, "http://"+addr+"/metrics")
+	for _, name := range []string{"counterd_flushes_total", "counterd_flush_duration_seconds", "counterd_flush_batch_keys", "counterd_pending_keys", "counterd_flush_errors_total", "counterd_connections"} {
+		if !strings.Contains(body, name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	if strings.Contains(d.log(), db.URL) {
+		t.Error("the log contains DATABASE_URL")
+	}
+}

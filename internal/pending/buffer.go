@@ -64,7 +64,7 @@ type Buffer struct {
 	gate *semaphore.Weighted
 	// inflight holds the round being written, one map per shard; it is
 	// replaced only while gate is held exclusively.
-	inflight []map[string]int64
+	inflight []map[string]*cell
 
 	mu      sync.Mutex
 	started uint64        // rounds swapped out
@@ -77,9 +77,14 @@ type Buffer struct {
 
 type shard struct {
 	mu sync.Mutex
-	m  map[string]int64
-	_  [40]byte // keep neighbouring shard locks off one cache line
+	// Values are pointers so that adding to an existing key is a lookup,
+	// which does not allocate, rather than an assignment, which copies
+	// the key.
+	m map[string]*cell
+	_ [40]byte // keep neighbouring shard locks off one cache line
 }
+
+type cell struct{ n int64 }
 
 // New returns a Buffer writing to store. Call Run to start flushing.
 func New(store Store, opts Options) *Buffer {
@@ -111,7 +116,7 @@ func New(store Store, opts Options) *Buffer {
 		kick:   make(chan struct{}, 1),
 	}
 	for i := range b.shards {
-		b.shards[i].m = make(map[string]int64)
+		b.shards[i].m = make(map[string]*cell)
 	}
 	b.m = newBufferMetrics(opts.Metrics, b)
 	return b
@@ -126,22 +131,30 @@ func (b *Buffer) shardOf(key []byte) int {
 func (b *Buffer) Add(key []byte, delta int64) error {
 	s := &b.shards[b.shardOf(key)]
 	s.mu.Lock()
-	old, ok := s.m[string(key)]
-	if !ok && b.keys.Load() >= int64(b.opts.MaxPendingKeys) {
+	c := s.m[string(key)]
+	if c == nil && b.keys.Load() >= int64(b.opts.MaxPendingKeys) {
 		s.mu.Unlock()
 		b.m.rejected.Inc()
 		return ErrBackoff
 	}
-	sum := old + delta
-	if (delta > 0 && sum < old) || (delta < 0 && sum > old) {
+	isNew := c == nil
+	if isNew {
+		c = &cell{}
+		s.m[string(key)] = c
+	}
+	sum, err := addChecked(c.n, delta)
+	if err != nil {
+		if isNew {
+			delete(s.m, string(key))
+		}
 		s.mu.Unlock()
 		b.m.rejected.Inc()
 		return ErrOverflow
 	}
-	s.m[string(key)] = sum
+	c.n = sum
 	s.mu.Unlock()
 	b.m.accepted.Inc()
-	if !ok && b.keys.Add(1) == int64(b.opts.MaxKeys) {
+	if isNew && b.keys.Add(1) == int64(b.opts.MaxKeys) {
 		b.Kick()
 	}
 	return nil
@@ -187,11 +200,15 @@ func (b *Buffer) local(key string) (int64, error) {
 	i := b.shardOf([]byte(key))
 	s := &b.shards[i]
 	s.mu.Lock()
-	cur := s.m[key]
+	var cur, fly int64
+	if c := s.m[key]; c != nil {
+		cur = c.n
+	}
 	s.mu.Unlock()
-	var fly int64
 	if b.inflight != nil {
-		fly = b.inflight[i][key]
+		if c := b.inflight[i][key]; c != nil {
+			fly = c.n
+		}
 	}
 	return addChecked(cur, fly)
 }
@@ -286,12 +303,12 @@ func (b *Buffer) swap() {
 	b.mu.Lock()
 	b.started++
 	b.mu.Unlock()
-	fly := make([]map[string]int64, len(b.shards))
+	fly := make([]map[string]*cell, len(b.shards))
 	for i := range b.shards {
 		s := &b.shards[i]
 		s.mu.Lock()
 		fly[i] = s.m
-		s.m = make(map[string]int64, len(fly[i]))
+		s.m = make(map[string]*cell, len(fly[i]))
 		b.keys.Add(-int64(len(fly[i])))
 		s.mu.Unlock()
 	}
@@ -305,9 +322,9 @@ func (b *Buffer) batch() []slots.Delta {
 	}
 	batch := make([]slots.Delta, 0, n)
 	for _, m := range b.inflight {
-		for k, d := range m {
-			if d != 0 {
-				batch = append(batch, slots.Delta{Key: k, N: d})
+		for k, c := range m {
+			if c.n != 0 {
+				batch = append(batch, slots.Delta{Key: k, N: c.n})
 			}
 		}
 	}

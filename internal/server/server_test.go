@@ -1,0 +1,57 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/counterd/counterd/internal/pending"
+	"github.com/counterd/counterd/internal/resp"
+)
+
+// loop feeds the same pipelined input again and again.
+type loop struct {
+	data []byte
+	off  int
+}
+
+func (l *loop) Read(p []byte) (int, error) {
+	n := copy(p, l.data[l.off:])
+	l.off = (l.off + n) % len(l.data)
+	return n, nil
+}
+
+// BenchmarkIncrPath measures the accept path of one INCR: parse, check the
+// key, fold it into the pending buffer, append the reply.
+func BenchmarkIncrPath(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		cmd  string
+	}{
+		{"resp", "*2\r\n$4\r\nINCR\r\n$7\r\npost:42\r\n"},
+		{"inline", "incr post:42\r\n"},
+		{"incrby", "*3\r\n$6\r\nINCRBY\r\n$7\r\npost:42\r\n$2\r\n10\r\n"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := New(pending.New(nil, pending.Options{}), Options{})
+			rd := resp.NewReader(&loop{data: bytes.Repeat([]byte(tc.cmd), 256)}, 64<<10)
+			out := make([]byte, 0, 64<<10)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.SetBytes(int64(len(tc.cmd)))
+			for b.Loop() {
+				args, ok, err := rd.Next()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !ok {
+					if err := rd.Fill(); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				out, _ = s.exec(ctx, out[:0], args)
+			}
+		})
+	}
+}
