@@ -40,11 +40,12 @@ func TestMain(m *testing.M) {
 
 // daemon is one counterd process started by a test.
 type daemon struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	socket string
-	db     *pgtest.DB
-	env    []string
+	t       *testing.T
+	cmd     *exec.Cmd
+	socket  string
+	journal string
+	db      *pgtest.DB
+	env     []string
 
 	mu     sync.Mutex
 	stderr strings.Builder
@@ -68,11 +69,13 @@ func shortDir(t *testing.T) string {
 // once it logs that it is ready.
 func startDaemon(t *testing.T, db *pgtest.DB, extra ...string) *daemon {
 	t.Helper()
-	d := &daemon{t: t, db: db, socket: filepath.Join(shortDir(t), "c.sock")}
+	dir := shortDir(t)
+	d := &daemon{t: t, db: db, socket: filepath.Join(dir, "c.sock"), journal: filepath.Join(dir, "journal")}
 	d.env = append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"DATABASE_URL=" + db.URL,
 		"COUNTERD_SOCKET=" + d.socket,
+		"COUNTERD_JOURNAL_DIR=" + d.journal,
 		"COUNTERD_METRICS_ADDR=127.0.0.1:0",
 		"COUNTERD_LOG_LEVEL=debug",
 	}, extra...)
@@ -85,6 +88,7 @@ func (d *daemon) start() {
 	d.t.Helper()
 	d.cmd = exec.Command(binary)
 	d.cmd.Env = d.env
+	d.cmd.Stdout = io.Discard
 	pr, pw := io.Pipe()
 	d.cmd.Stderr = pw
 	d.exited = make(chan struct{})
@@ -136,6 +140,17 @@ func (d *daemon) stop() {
 	if d.err != nil {
 		d.t.Fatalf("counterd exit: %v\n%s", d.err, d.log())
 	}
+}
+
+// restart starts the daemon again with the same settings, socket and
+// journal, after it has exited.
+func (d *daemon) restart() {
+	d.t.Helper()
+	<-d.exited
+	d.mu.Lock()
+	d.stderr.Reset()
+	d.mu.Unlock()
+	d.start()
 }
 
 // kill ends the process at once (SIGKILL) if it still runs.

@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -266,16 +268,48 @@ func TestHelpListsSettings(t *testing.T) {
 	}
 }
 
-func TestUnreachableDatabase(t *testing.T) {
+// Without a database the daemon still starts, journals increments, says
+// it is not ready, answers reads with an error, and on SIGTERM exits 1
+// saying the increments stay in the journal. The password is never logged.
+func TestStartWithoutDatabase(t *testing.T) {
 	t.Parallel()
+	dir := shortDir(t)
 	cmd := exec.Command(binary)
-	cmd.Env = []string{"DATABASE_URL=postgres://u:hunter2@/x?host=/nonexistent&connect_timeout=1", "COUNTERD_SOCKET=" + shortDir(t) + "/s"}
-	out, err := cmd.CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
-		t.Fatalf("exit %v; want 1\n%s", err, out)
+	cmd.Env = []string{
+		"DATABASE_URL=postgres://u:hunter2@/x?host=/nonexistent&connect_timeout=1",
+		"COUNTERD_SOCKET=" + dir + "/s", "COUNTERD_JOURNAL_DIR=" + dir + "/j",
+		"COUNTERD_METRICS_ADDR=127.0.0.1:0", "COUNTERD_FLUSH_TIMEOUT=1s", "COUNTERD_SHUTDOWN_TIMEOUT=1s",
 	}
-	if !strings.Contains(string(out), "unreachable") || strings.Contains(string(out), "hunter2") {
-		t.Fatalf("output %q: want a clear 'unreachable' error without the password", out)
+	d := &daemon{t: t, cmd: cmd, socket: dir + "/s"}
+	d.env = cmd.Env
+	d.start()
+	t.Cleanup(d.kill)
+	ctx := context.Background()
+	c := client(t, d.socket)
+	if err := c.Incr(ctx, "post:1").Err(); err != nil {
+		t.Fatalf("INCR without a database: %v; want it journaled and acknowledged", err)
+	}
+	if err := c.Get(ctx, "post:1").Err(); err == nil {
+		t.Fatal("GET without a database: got a value; want -ERR")
+	}
+	resp, err := http.Get("http://" + d.metricsAddr() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz without a database: %s; want 503", resp.Status)
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	<-d.exited
+	if ee, ok := d.err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit: %v; want code 1\n%s", d.err, d.log())
+	}
+	if !strings.Contains(d.log(), "stay in the journal") {
+		t.Errorf("exit message does not say the increments are kept:\n%s", d.log())
+	}
+	if strings.Contains(d.log(), "hunter2") {
+		t.Error("the log contains the database password")
 	}
 }
 

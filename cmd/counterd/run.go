@@ -14,6 +14,7 @@ import (
 	"github.com/counterd/counterd/internal/admin"
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/database"
+	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/logging"
 	"github.com/counterd/counterd/internal/migrate"
 	"github.com/counterd/counterd/internal/pending"
@@ -52,36 +53,79 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	}
 	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
 
-	pool, err := database.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns, 10*time.Second)
+	pool, err := database.Open(cfg.DatabaseURL, cfg.DBMaxConns)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	if _, err := migrate.Up(ctx, pool, log); err != nil {
-		return err
-	}
 	if cmd == "migrate" {
-		return nil
+		if err := database.Wait(ctx, pool, 10*time.Second); err != nil {
+			return err
+		}
+		_, err := migrate.Up(ctx, pool, log)
+		return err
 	}
 	return serve(ctx, cfg, log, pool)
 }
 
-// serve runs the daemon. Shutdown order: stop accepting and finish every
-// connection, then flush everything, then close the database.
+// serve runs the daemon. Start-up replays the journal and does not need
+// the database; shutdown stops accepting, finishes every connection, then
+// flushes everything and closes the journal.
 func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgxpool.Pool) error {
 	store, err := slots.New(pool, slots.Options{Slots: cfg.Slots})
 	if err != nil {
 		return err
 	}
 	set := metrics.NewSet()
+	var (
+		jr        *journal.Journal
+		recovered []journal.Segment
+	)
+	if cfg.JournalDir != "" {
+		jr, recovered, err = journal.Open(journal.Options{
+			Dir: cfg.JournalDir, Fsync: cfg.Fsync, MaxBytes: cfg.JournalMaxBytes, Logger: log, Metrics: set,
+		})
+		if err != nil {
+			return err
+		}
+		defer jr.Close()
+		log.Info("journal open", "dir", cfg.JournalDir, "instance", jr.InstanceID(), "fsync", cfg.Fsync.String(), "recovered_segments", len(recovered))
+	} else {
+		log.Warn("journal disabled (COUNTERD_JOURNAL_DIR is empty): a crash loses unflushed increments")
+	}
+
+	// With the database up, migrate now and drop segments it already has;
+	// without it, serve anyway and let the flusher migrate when it can.
+	migrateUp := func(ctx context.Context) error {
+		_, err := migrate.Up(ctx, pool, log)
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	if err := database.Wait(wctx, pool, 2*time.Second); err != nil {
+		log.Warn("database unreachable at start; accepting increments into the journal until it answers", "err", err)
+	} else if err := migrateUp(ctx); err != nil {
+		cancel()
+		return err
+	} else if jr != nil {
+		recovered, err = dropCommitted(ctx, store, jr, recovered, log)
+		if err != nil {
+			cancel()
+			return err
+		}
+	}
+	cancel()
+
 	buf := pending.New(store, pending.Options{
+		Journal:        jr,
+		Recovered:      recovered,
+		Prepare:        migrateUp,
 		Interval:       cfg.FlushInterval,
 		MaxKeys:        cfg.FlushMaxKeys,
 		MaxPendingKeys: cfg.MaxPendingKeys,
 		Logger:         log,
 		Metrics:        set,
 	})
-	srv := server.New(buf, server.Options{Timeout: cfg.FlushTimeout, Logger: log, Metrics: set})
+	srv := server.New(buf, server.Options{Timeout: cfg.FlushTimeout, AckCommit: cfg.Ack == "commit", Logger: log, Metrics: set})
 
 	ln, err := server.Listen(cfg.Socket, cfg.SocketMode.FileMode())
 	if err != nil {
@@ -101,14 +145,39 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	var flushErr error
 	wg.Go(func() { flushErr = buf.Run(flushCtx, cfg.ShutdownTimeout) })
 
-	log.Info("counterd ready", "socket", cfg.Socket, "slots", cfg.Slots, "flush_interval", cfg.FlushInterval)
+	log.Info("counterd ready", "socket", cfg.Socket, "ack", cfg.Ack, "slots", cfg.Slots, "flush_interval", cfg.FlushInterval)
 	serveErr := srv.Serve(ctx, ln)
-	log.Info("stopped accepting; flushing", "pending_keys", buf.PendingKeys())
+	log.Info("stopped accepting; flushing", "pending_keys", buf.PendingKeys(), "queued_rounds", buf.QueuedRounds())
 	stopFlusher()
 	wg.Wait()
 	if flushErr != nil {
-		return flushErr
+		return fmt.Errorf("%w (they stay in the journal and are written at the next start)", flushErr)
 	}
 	log.Info("flushed everything; bye")
 	return serveErr
+}
+
+// dropCommitted removes recovered segments the database already has (a
+// commit whose acknowledgement was lost before the crash) and returns the
+// rest, so GET does not count them twice until the flusher gets to them.
+func dropCommitted(ctx context.Context, store *slots.Store, jr *journal.Journal, segs []journal.Segment, log *slog.Logger) ([]journal.Segment, error) {
+	if len(segs) == 0 {
+		return segs, nil
+	}
+	last, err := store.LastSeq(ctx, jr.InstanceID())
+	if err != nil {
+		return nil, err
+	}
+	var keep []journal.Segment
+	for _, s := range segs {
+		if s.Seq > last {
+			keep = append(keep, s)
+			continue
+		}
+		if err := jr.Remove(s.Seq); err != nil {
+			return nil, err
+		}
+		log.Info("journal segment already committed; removed", "segment", s.Seq)
+	}
+	return keep, nil
 }

@@ -45,11 +45,14 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return usageError{err}
 	}
 	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
-	pool, err := database.Open(ctx, cfg.DatabaseURL, 2, 10*time.Second)
+	pool, err := database.Open(cfg.DatabaseURL, 2)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	if err := database.Wait(ctx, pool, 10*time.Second); err != nil {
+		return err
+	}
 	// The daemon owns the schema; rollup only needs it to exist.
 	store, err := slots.New(pool, slots.Options{})
 	if err != nil {
@@ -63,7 +66,11 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		if err != nil {
 			return fmt.Errorf("rollup pass: %w", err)
 		}
-		log.Info("rollup pass", "slot_rows", res.Rows, "keys", res.Keys, "chunks", res.Chunks, "took", time.Since(start).Round(time.Millisecond))
+		pruned, err := store.PruneInstances(pctx, time.Now().Add(-cfg.PruneAfter))
+		if err != nil {
+			return fmt.Errorf("rollup pass: %w", err)
+		}
+		log.Info("rollup pass", "slot_rows", res.Rows, "keys", res.Keys, "chunks", res.Chunks, "pruned_instances", pruned, "took", time.Since(start).Round(time.Millisecond))
 		fmt.Fprintf(stdout, "folded %d slot rows into %d keys\n", res.Rows, res.Keys)
 		return nil
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/counterd/counterd/internal/journal"
 )
 
 // Counterd is the daemon's configuration.
@@ -13,6 +15,13 @@ type Counterd struct {
 	// 0600 because anyone who can write the socket can change counts.
 	SocketMode  Mode   `env:"COUNTERD_SOCKET_MODE" envDefault:"0600" help:"permission bits of the socket, octal"`
 	MetricsAddr string `env:"COUNTERD_METRICS_ADDR" envDefault:"127.0.0.1:9464" help:"HTTP address for /metrics, /healthz, /readyz (empty disables)"`
+
+	// Relative by default so a laptop run needs no setup; production
+	// should name a persistent absolute path (not /tmp).
+	JournalDir      string            `env:"COUNTERD_JOURNAL_DIR" envDefault:"counterd-journal" help:"write-ahead journal directory; empty disables the journal (unsafe: a crash loses unflushed increments)"`
+	Fsync           journal.FsyncMode `env:"COUNTERD_FSYNC" envDefault:"everysec" help:"when the journal is fsynced: always, everysec or no (as Redis appendfsync)"`
+	JournalMaxBytes int64             `env:"COUNTERD_JOURNAL_MAX_BYTES" envDefault:"1073741824" help:"refuse increments (-BUSY) past this many bytes of unflushed journal"`
+	Ack             string            `env:"COUNTERD_ACK" envDefault:"journal" help:"reply to increments once journaled (journal) or once committed in PostgreSQL (commit)"`
 
 	FlushInterval time.Duration `env:"COUNTERD_FLUSH_INTERVAL" envDefault:"100ms" help:"write coalesced increments at least this often"`
 	// 10k keys per statement keeps one flush well under a second on a
@@ -36,6 +45,10 @@ func (c *Counterd) Validate() error {
 		return &Error{"COUNTERD_SOCKET", "must not be empty"}
 	case len(c.Socket) > 107:
 		return &Error{"COUNTERD_SOCKET", "path longer than the 107 bytes a Unix socket allows"}
+	case c.Ack != "journal" && c.Ack != "commit":
+		return &Error{"COUNTERD_ACK", fmt.Sprintf("%q is not journal or commit", c.Ack)}
+	case c.JournalMaxBytes < 1<<20:
+		return &Error{"COUNTERD_JOURNAL_MAX_BYTES", "must be at least 1048576 (1 MiB)"}
 	case c.FlushInterval <= 0:
 		return &Error{"COUNTERD_FLUSH_INTERVAL", "must be positive"}
 	case c.FlushMaxKeys < 1:

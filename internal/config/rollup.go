@@ -12,11 +12,15 @@ type Rollup struct {
 	DatabaseURL string `env:"DATABASE_URL,required" help:"PostgreSQL connection URL (never logged)"`
 	// Every minute keeps slot tables small without making the fold itself
 	// a noticeable load; the descriptor form accepts "@every 10s" too.
-	Schedule  string        `env:"ROLLUP_SCHEDULE" envDefault:"@every 1m" help:"robfig/cron schedule: 5 fields or @every DURATION"`
-	Chunk     int           `env:"ROLLUP_CHUNK" envDefault:"5000" help:"slot rows folded per transaction"`
-	Timeout   time.Duration `env:"ROLLUP_TIMEOUT" envDefault:"5m" help:"longest one pass may take"`
-	LogLevel  slog.Level    `env:"ROLLUP_LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
-	LogFormat string        `env:"ROLLUP_LOG_FORMAT" envDefault:"text" help:"text or json"`
+	Schedule string        `env:"ROLLUP_SCHEDULE" envDefault:"@every 1m" help:"robfig/cron schedule: 5 fields or @every DURATION"`
+	Chunk    int           `env:"ROLLUP_CHUNK" envDefault:"5000" help:"slot rows folded per transaction"`
+	Timeout  time.Duration `env:"ROLLUP_TIMEOUT" envDefault:"5m" help:"longest one pass may take"`
+	// A daemon that comes back later than this with an old journal could
+	// replay a round it had already committed; 30 days is far beyond any
+	// outage worth surviving that way.
+	PruneAfter time.Duration `env:"ROLLUP_PRUNE_AFTER" envDefault:"720h" help:"forget the batch identity of daemon instances idle this long"`
+	LogLevel   slog.Level    `env:"ROLLUP_LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
+	LogFormat  string        `env:"ROLLUP_LOG_FORMAT" envDefault:"text" help:"text or json"`
 }
 
 // Validate checks the schedule parses and ranges hold.
@@ -26,6 +30,9 @@ func (c *Rollup) Validate() error {
 	}
 	if c.Chunk < 1 {
 		return &Error{"ROLLUP_CHUNK", "must be at least 1"}
+	}
+	if c.PruneAfter <= 0 {
+		return &Error{"ROLLUP_PRUNE_AFTER", "must be positive"}
 	}
 	if c.Timeout <= 0 {
 		return &Error{"ROLLUP_TIMEOUT", "must be positive"}

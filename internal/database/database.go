@@ -5,43 +5,49 @@ package database
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Open parses url, opens a pool of at most maxConns connections and pings
-// the server, retrying for up to wait so a daemon started alongside its
-// database does not fail on the first try.
-func Open(ctx context.Context, url string, maxConns int, wait time.Duration) (*pgxpool.Pool, error) {
+// Open parses url and returns a pool of at most maxConns connections. It
+// does not connect: the pool dials on first use, so a daemon can start
+// while its database is down.
+func Open(url string, maxConns int) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx's parse errors can quote the URL; say only what is wrong.
-		return nil, fmt.Errorf("DATABASE_URL is not a valid PostgreSQL URL or DSN")
+		return nil, errors.New("DATABASE_URL is not a valid PostgreSQL URL or DSN")
 	}
 	if maxConns > 0 {
 		cfg.MaxConns = int32(maxConns)
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)
 	}
+	return pool, nil
+}
+
+// Wait pings the server until it answers, for at most wait.
+func Wait(ctx context.Context, pool *pgxpool.Pool, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err = pool.Ping(pctx)
+		err := pool.Ping(pctx)
 		cancel()
 		if err == nil {
-			return pool, nil
+			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			pool.Close()
-			return nil, fmt.Errorf("database %s:%d/%s unreachable: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, err)
+			c := pool.Config().ConnConfig
+			return fmt.Errorf("database %s:%d/%s unreachable: %w", c.Host, c.Port, c.Database, err)
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,25 +14,37 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/slots"
 )
 
-// ErrBackoff is returned by Add when too many keys are pending: the client
-// should retry later.
+// ErrBackoff is returned for an increment of a new key while too many keys
+// are pending: the client should retry later.
 var ErrBackoff = errors.New("too many pending keys, back off and retry")
 
-// ErrOverflow is returned by Add when a key's pending delta would overflow
-// int64.
+// ErrOverflow is returned when a key's pending delta would overflow int64.
 var ErrOverflow = errors.New("increment or decrement would overflow")
 
 // Store is where rounds are written and totals read.
 type Store interface {
 	Apply(ctx context.Context, batch []slots.Delta) (slots.ApplyResult, error)
+	ApplyOnce(ctx context.Context, id slots.BatchID, batch []slots.Delta) (slots.ApplyResult, error)
 	Totals(ctx context.Context, keys []string) ([]int64, error)
 }
 
 // Options configure a Buffer.
 type Options struct {
+	// Journal, when set, receives every accepted group before it is
+	// acknowledged, one segment per round; rounds are then written with
+	// the journal's instance id and segment number as their identity.
+	Journal *journal.Journal
+	// Recovered are the journal's segments from before a restart; they
+	// are written first, in order.
+	Recovered []journal.Segment
+	// Prepare runs before a round is written until it succeeds once (the
+	// daemon migrates the schema there, so it can start without a
+	// database).
+	Prepare func(context.Context) error
 	// Interval is the longest an accepted increment waits for a round.
 	Interval time.Duration
 	// MaxKeys starts a round early once this many keys are pending.
@@ -52,25 +63,34 @@ const maxWeight = 1 << 30
 
 // Buffer holds accepted increments until they are committed.
 type Buffer struct {
-	store  Store
-	opts   Options
-	seed   maphash.Seed
+	store Store
+	jr    *journal.Journal
+	opts  Options
+	seed  maphash.Seed
+
+	// appendMu orders "journal a group, then fold it into the shards"
+	// against swapping the shards into a round, so every record of a
+	// segment is in that segment's round.
+	appendMu sync.Mutex
+	nextSeq  uint64 // without a journal: the seq of the accumulating round
+	scratch  []journal.Item
+	isNew    []bool
+
 	shards []shard
-	// keys counts distinct keys in the current shards.
-	keys atomic.Int64
+	keys   atomic.Int64 // distinct keys in the shards
 
-	// gate is held shared by readers and exclusively while a round
-	// commits and while it is cleared from memory afterwards.
-	gate *semaphore.Weighted
-	// inflight holds the round being written, one map per shard; it is
-	// replaced only while gate is held exclusively.
-	inflight []map[string]*cell
+	// gate is held shared by readers, exclusively while rounds are queued
+	// or while the oldest one commits and leaves the queue.
+	gate   *semaphore.Weighted
+	rounds []*round // swapped out, not yet committed; oldest first
+	queued atomic.Int64
 
-	mu      sync.Mutex
-	started uint64        // rounds swapped out
-	done    uint64        // rounds committed
-	doneCh  chan struct{} // closed and replaced when done advances
-	kick    chan struct{}
+	prepared bool // Prepare has succeeded; flusher goroutine only
+
+	mu     sync.Mutex
+	done   uint64        // every round up to this seq is committed
+	doneCh chan struct{} // closed and replaced when done advances
+	kick   chan struct{}
 
 	m bufferMetrics
 }
@@ -85,6 +105,12 @@ type shard struct {
 }
 
 type cell struct{ n int64 }
+
+// round is one batch on its way to the store.
+type round struct {
+	seq    uint64
+	shards []map[string]*cell
+}
 
 // New returns a Buffer writing to store. Call Run to start flushing.
 func New(store Store, opts Options) *Buffer {
@@ -107,57 +133,158 @@ func New(store Store, opts Options) *Buffer {
 		opts.Metrics = metrics.NewSet()
 	}
 	b := &Buffer{
-		store:  store,
-		opts:   opts,
-		seed:   maphash.MakeSeed(),
-		shards: make([]shard, opts.Shards),
-		gate:   semaphore.NewWeighted(maxWeight),
-		doneCh: make(chan struct{}),
-		kick:   make(chan struct{}, 1),
+		store:   store,
+		jr:      opts.Journal,
+		opts:    opts,
+		seed:    maphash.MakeSeed(),
+		shards:  make([]shard, opts.Shards),
+		gate:    semaphore.NewWeighted(maxWeight),
+		doneCh:  make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+		nextSeq: 1,
 	}
 	for i := range b.shards {
 		b.shards[i].m = make(map[string]*cell)
 	}
 	b.m = newBufferMetrics(opts.Metrics, b)
+	b.done = b.accumulating() - 1
+	for _, seg := range opts.Recovered {
+		if seg.Records == 0 {
+			b.removeSegment(seg.Seq)
+			continue
+		}
+		r := &round{seq: seg.Seq, shards: b.newMaps()}
+		for k, d := range seg.Deltas {
+			r.shards[b.shardOf([]byte(k))][k] = &cell{n: d}
+		}
+		b.rounds = append(b.rounds, r)
+		b.m.replayedRounds.Inc()
+	}
+	if len(b.rounds) > 0 {
+		b.done = b.rounds[0].seq - 1
+	}
+	b.queued.Store(int64(len(b.rounds)))
 	return b
+}
+
+func (b *Buffer) newMaps() []map[string]*cell {
+	ms := make([]map[string]*cell, len(b.shards))
+	for i := range ms {
+		ms[i] = make(map[string]*cell)
+	}
+	return ms
+}
+
+// accumulating is the seq of the round now collecting increments. The
+// caller holds appendMu, or no other goroutine runs yet.
+func (b *Buffer) accumulating() uint64 {
+	if b.jr != nil {
+		return b.jr.Current()
+	}
+	return b.nextSeq
 }
 
 func (b *Buffer) shardOf(key []byte) int {
 	return int(maphash.Bytes(b.seed, key) % uint64(len(b.shards)))
 }
 
-// Add folds delta into key's pending delta. It fails with ErrOverflow or
-// ErrBackoff and then changes nothing.
+// Ticket says where an accepted group went: the journal position to wait
+// on for fsync, and the round to wait on for commit.
+type Ticket struct {
+	Pos journal.Position
+	Seq uint64
+}
+
+// Add accepts one increment (see AddGroup).
 func (b *Buffer) Add(key []byte, delta int64) error {
+	items := [1]journal.Item{{Key: key, Delta: delta}}
+	var errs [1]error
+	if _, err := b.AddGroup(items[:], errs[:]); err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// AddGroup accepts a group of increments: each is checked (errs[i] gets
+// ErrOverflow or ErrBackoff for one refused), the accepted ones are
+// appended to the journal as one record and folded into their keys'
+// pending deltas. If the journal append fails, nothing of the group is
+// accepted and the error is returned. len(errs) must be len(items).
+func (b *Buffer) AddGroup(items []journal.Item, errs []error) (Ticket, error) {
+	b.appendMu.Lock()
+	defer b.appendMu.Unlock()
+	acc := b.scratch[:0]
+	isNew := b.isNew[:0]
+	for i, it := range items {
+		fresh, err := b.add(it.Key, it.Delta)
+		errs[i] = err
+		if err == nil {
+			acc = append(acc, it)
+			isNew = append(isNew, fresh)
+		}
+	}
+	b.scratch, b.isNew = acc[:0], isNew[:0]
+	var t Ticket
+	if b.jr != nil && len(acc) > 0 {
+		pos, err := b.jr.Append(acc)
+		if err != nil {
+			for i, it := range acc {
+				b.undo(it.Key, it.Delta, isNew[i])
+			}
+			b.m.rejected.Add(len(acc))
+			return t, err
+		}
+		t.Pos = pos
+	}
+	t.Seq = b.accumulating()
+	b.m.accepted.Add(len(acc))
+	return t, nil
+}
+
+// add folds delta into key's pending delta and reports whether the key was
+// new. The caller holds appendMu.
+func (b *Buffer) add(key []byte, delta int64) (bool, error) {
 	s := &b.shards[b.shardOf(key)]
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	c := s.m[string(key)]
-	if c == nil && b.keys.Load() >= int64(b.opts.MaxPendingKeys) {
-		s.mu.Unlock()
-		b.m.rejected.Inc()
-		return ErrBackoff
-	}
-	isNew := c == nil
-	if isNew {
+	fresh := c == nil
+	if fresh {
+		if b.keys.Load() >= int64(b.opts.MaxPendingKeys) {
+			b.m.rejected.Inc()
+			return false, ErrBackoff
+		}
+		if b.keys.Add(1) == int64(b.opts.MaxKeys) {
+			b.Kick()
+		}
 		c = &cell{}
 		s.m[string(key)] = c
 	}
 	sum, err := addChecked(c.n, delta)
 	if err != nil {
-		if isNew {
+		if fresh {
 			delete(s.m, string(key))
+			b.keys.Add(-1)
 		}
-		s.mu.Unlock()
 		b.m.rejected.Inc()
-		return ErrOverflow
+		return false, ErrOverflow
 	}
 	c.n = sum
-	s.mu.Unlock()
-	b.m.accepted.Inc()
-	if isNew && b.keys.Add(1) == int64(b.opts.MaxKeys) {
-		b.Kick()
+	return fresh, nil
+}
+
+// undo reverses an add whose journal append failed. The caller holds
+// appendMu, so no swap has moved the key since.
+func (b *Buffer) undo(key []byte, delta int64, isNew bool) {
+	s := &b.shards[b.shardOf(key)]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.m[string(key)]
+	c.n -= delta
+	if isNew {
+		delete(s.m, string(key))
+		b.keys.Add(-1)
 	}
-	return nil
 }
 
 // Kick asks the flusher to start a round now.
@@ -171,11 +298,14 @@ func (b *Buffer) Kick() {
 // PendingKeys reports how many distinct keys wait for the next round.
 func (b *Buffer) PendingKeys() int { return int(b.keys.Load()) }
 
+// QueuedRounds reports how many rounds wait to be committed.
+func (b *Buffer) QueuedRounds() int { return int(b.queued.Load()) }
+
 // Get returns each key's exact total: the store's total plus what this
-// buffer holds, current and in flight.
+// buffer holds, accumulating and queued.
 func (b *Buffer) Get(ctx context.Context, keys []string) ([]int64, error) {
 	if err := b.gate.Acquire(ctx, 1); err != nil {
-		return nil, fmt.Errorf("wait for the round in flight: %w", err)
+		return nil, fmt.Errorf("wait for the round being committed: %w", err)
 	}
 	defer b.gate.Release(1)
 	totals, err := b.store.Totals(ctx, keys)
@@ -194,23 +324,26 @@ func (b *Buffer) Get(ctx context.Context, keys []string) ([]int64, error) {
 	return totals, nil
 }
 
-// local is key's pending delta, current plus in flight. The caller holds
-// the gate.
+// local is key's pending delta in the shards and every queued round. The
+// caller holds the gate.
 func (b *Buffer) local(key string) (int64, error) {
 	i := b.shardOf([]byte(key))
 	s := &b.shards[i]
+	var sum int64
 	s.mu.Lock()
-	var cur, fly int64
 	if c := s.m[key]; c != nil {
-		cur = c.n
+		sum = c.n
 	}
 	s.mu.Unlock()
-	if b.inflight != nil {
-		if c := b.inflight[i][key]; c != nil {
-			fly = c.n
+	for _, r := range b.rounds {
+		if c := r.shards[i][key]; c != nil {
+			var err error
+			if sum, err = addChecked(sum, c.n); err != nil {
+				return 0, err
+			}
 		}
 	}
-	return addChecked(cur, fly)
+	return sum, nil
 }
 
 func addChecked(a, b int64) (int64, error) {
@@ -221,143 +354,42 @@ func addChecked(a, b int64) (int64, error) {
 	return s, nil
 }
 
-// Flush returns once every increment added before the call is committed,
-// or ctx ends.
+// Flush returns once every increment accepted before the call is
+// committed, or ctx ends.
 func (b *Buffer) Flush(ctx context.Context) error {
-	b.mu.Lock()
-	target := b.started + 1
-	b.mu.Unlock()
+	b.appendMu.Lock()
+	target := b.accumulating()
+	if b.keys.Load() == 0 {
+		target-- // nothing accumulating: the queued rounds are all there is
+	}
+	b.appendMu.Unlock()
+	return b.WaitCommitted(ctx, target)
+}
+
+// WaitCommitted returns once round seq and every round before it are
+// committed, or ctx ends.
+func (b *Buffer) WaitCommitted(ctx context.Context, seq uint64) error {
 	b.Kick()
 	for {
 		b.mu.Lock()
 		done, ch := b.done, b.doneCh
 		b.mu.Unlock()
-		if done >= target {
+		if done >= seq {
 			return nil
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return fmt.Errorf("flush: %w", ctx.Err())
+			return fmt.Errorf("wait for commit: %w", ctx.Err())
 		}
 	}
 }
 
-// Run flushes rounds until ctx ends, then flushes what remains, retrying
-// for at most drain. It returns an error only if increments could not be
-// committed by then.
-func (b *Buffer) Run(ctx context.Context, drain time.Duration) error {
-	t := time.NewTicker(b.opts.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
-			defer cancel()
-			for b.PendingKeys() > 0 || b.inflight != nil {
-				if err := b.round(dctx); err != nil {
-					return fmt.Errorf("final flush: %d keys not committed: %w", b.PendingKeys()+len(b.batch()), err)
-				}
-			}
-			return nil
-		case <-t.C:
-		case <-b.kick:
-		}
-		// round retries until it succeeds or ctx ends.
-		_ = b.round(ctx)
+// WaitDurable returns once t's journal record is as durable as the
+// journal's fsync mode promises.
+func (b *Buffer) WaitDurable(ctx context.Context, t Ticket) error {
+	if b.jr == nil {
+		return nil
 	}
-}
-
-// round swaps the current shards out (unless a failed round is still in
-// flight) and writes them, retrying with capped backoff until it commits
-// or ctx ends.
-func (b *Buffer) round(ctx context.Context) error {
-	if b.inflight == nil {
-		b.swap()
-	}
-	batch := b.batch()
-	for attempt := 0; ; attempt++ {
-		err := b.commit(ctx, batch)
-		if err == nil {
-			return nil
-		}
-		b.m.flushErrors.Inc()
-		b.opts.Logger.Error("flush failed; will retry", "keys", len(batch), "attempt", attempt+1, "err", err)
-		wait := backoff(attempt)
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(wait):
-		}
-	}
-}
-
-// swap moves every shard's map into flight and starts a round. It holds
-// the gate exclusively so no reader sees a key neither in the shards nor
-// in flight.
-func (b *Buffer) swap() {
-	if err := b.gate.Acquire(context.Background(), maxWeight); err != nil {
-		panic("BUG: acquire without a deadline failed: " + err.Error())
-	}
-	defer b.gate.Release(maxWeight)
-	b.mu.Lock()
-	b.started++
-	b.mu.Unlock()
-	fly := make([]map[string]*cell, len(b.shards))
-	for i := range b.shards {
-		s := &b.shards[i]
-		s.mu.Lock()
-		fly[i] = s.m
-		s.m = make(map[string]*cell, len(fly[i]))
-		b.keys.Add(-int64(len(fly[i])))
-		s.mu.Unlock()
-	}
-	b.inflight = fly
-}
-
-func (b *Buffer) batch() []slots.Delta {
-	var n int
-	for _, m := range b.inflight {
-		n += len(m)
-	}
-	batch := make([]slots.Delta, 0, n)
-	for _, m := range b.inflight {
-		for k, c := range m {
-			if c.n != 0 {
-				batch = append(batch, slots.Delta{Key: k, N: c.n})
-			}
-		}
-	}
-	return batch
-}
-
-// commit writes batch and clears the round from memory, holding the gate
-// exclusively so no reader counts it twice or not at all.
-func (b *Buffer) commit(ctx context.Context, batch []slots.Delta) error {
-	if err := b.gate.Acquire(ctx, maxWeight); err != nil {
-		return err
-	}
-	defer b.gate.Release(maxWeight)
-	start := time.Now()
-	if len(batch) > 0 {
-		if _, err := b.store.Apply(ctx, batch); err != nil {
-			return err
-		}
-		b.m.flushDuration.UpdateDuration(start)
-		b.m.batchKeys.Update(float64(len(batch)))
-	}
-	b.m.flushes.Inc()
-	b.inflight = nil
-	b.mu.Lock()
-	b.done = b.started
-	close(b.doneCh)
-	b.doneCh = make(chan struct{})
-	b.mu.Unlock()
-	return nil
-}
-
-// backoff is capped exponential backoff with full jitter.
-func backoff(attempt int) time.Duration {
-	d := 50 * time.Millisecond << min(attempt, 6) // caps at 3.2s
-	return d/2 + rand.N(d/2)
+	return b.jr.WaitDurable(ctx, t.Pos)
 }

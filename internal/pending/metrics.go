@@ -3,22 +3,27 @@ package pending
 import "github.com/VictoriaMetrics/metrics"
 
 type bufferMetrics struct {
-	accepted      *metrics.Counter
-	rejected      *metrics.Counter
-	flushes       *metrics.Counter
-	flushErrors   *metrics.Counter
-	flushDuration *metrics.Histogram
-	batchKeys     *metrics.Histogram
+	accepted       *metrics.Counter
+	rejected       *metrics.Counter
+	flushes        *metrics.Counter
+	flushErrors    *metrics.Counter
+	duplicates     *metrics.Counter
+	replayedRounds *metrics.Counter
+	flushDuration  *metrics.Histogram
+	batchKeys      *metrics.Histogram
 }
 
 func newBufferMetrics(set *metrics.Set, b *Buffer) bufferMetrics {
 	set.NewGauge(`counterd_pending_keys`, func() float64 { return float64(b.PendingKeys()) })
+	set.NewGauge(`counterd_queued_rounds`, func() float64 { return float64(b.QueuedRounds()) })
 	return bufferMetrics{
-		accepted:      set.NewCounter(`counterd_increments_accepted_total`),
-		rejected:      set.NewCounter(`counterd_increments_rejected_total`),
-		flushes:       set.NewCounter(`counterd_flushes_total`),
-		flushErrors:   set.NewCounter(`counterd_flush_errors_total`),
-		flushDuration: set.NewHistogram(`counterd_flush_duration_seconds`),
-		batchKeys:     set.NewHistogram(`counterd_flush_batch_keys`),
+		accepted:       set.NewCounter(`counterd_increments_accepted_total`),
+		rejected:       set.NewCounter(`counterd_increments_rejected_total`),
+		flushes:        set.NewCounter(`counterd_flushes_total`),
+		flushErrors:    set.NewCounter(`counterd_flush_errors_total`),
+		duplicates:     set.NewCounter(`counterd_flush_duplicates_total`),
+		replayedRounds: set.NewCounter(`counterd_replayed_rounds_total`),
+		flushDuration:  set.NewHistogram(`counterd_flush_duration_seconds`),
+		batchKeys:      set.NewHistogram(`counterd_flush_batch_keys`),
 	}
 }

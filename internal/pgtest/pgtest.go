@@ -51,6 +51,9 @@ type Options struct {
 	NoMigrate bool
 	// MaxConns sets the pool size (default 40).
 	MaxConns int32
+	// URL is the server to use instead of TEST_DATABASE_URL (for
+	// example a Server's URL).
+	URL string
 }
 
 // New creates an empty schema, migrates it up (unless opts.NoMigrate) and
@@ -60,7 +63,10 @@ func New(tb testing.TB, opts Options) *DB {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	base := URL(tb)
+	base := opts.URL
+	if base == "" {
+		base = URL(tb)
+	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	schema := "t_" + hex.EncodeToString(b[:])

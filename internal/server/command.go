@@ -3,30 +3,71 @@ package server
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
+	"math"
 
-	"github.com/counterd/counterd/internal/pending"
+	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/resp"
 )
 
 const errNotInt = "ERR value is not an integer or out of range"
 
-// exec runs one command and appends its reply to out. A non-nil error ends
-// the connection after the replies are written.
+// exec runs one command: an increment joins the session's group; any
+// other command first ends the group, then appends its reply. A non-nil
+// error ends the connection after the replies are written.
+func (c *session) exec(ctx context.Context, args [][]byte) error {
+	c.s.m.commands.Inc()
+	if c.incr(args) {
+		return nil
+	}
+	c.endGroup(ctx)
+	var err error
+	c.out, err = c.s.exec(ctx, c.out, args)
+	return err
+}
+
+// incr adds a well-formed increment command to the group and reports
+// whether it did; anything else, including errors, is left to exec.
+func (c *session) incr(args [][]byte) bool {
+	name := args[0]
+	var d int64
+	switch {
+	case len(args) == 2 && is(name, "INCR"):
+		d = 1
+	case len(args) == 2 && is(name, "DECR"):
+		d = -1
+	case len(args) == 3 && is(name, "INCRBY"):
+		n, ok := resp.ParseInt(args[2])
+		if !ok {
+			return false
+		}
+		d = n
+	case len(args) == 3 && is(name, "DECRBY"):
+		n, ok := resp.ParseInt(args[2])
+		if !ok || n == math.MinInt64 {
+			return false
+		}
+		d = -n
+	default:
+		return false
+	}
+	if checkKey(args[1]) != nil {
+		return false
+	}
+	c.group = append(c.group, journal.Item{Key: args[1], Delta: d})
+	return true
+}
+
+// exec runs a command that is not a well-formed increment and appends its
+// reply to out.
 func (s *Server) exec(ctx context.Context, out []byte, args [][]byte) ([]byte, error) {
-	s.m.commands.Inc()
 	name := args[0]
 	switch {
 	case is(name, "INCR"), is(name, "DECR"):
 		if len(args) != 2 {
 			return wrongArity(out, name), nil
 		}
-		d := int64(1)
-		if is(name, "DECR") {
-			d = -1
-		}
-		return s.incr(out, args[1], d), nil
+		return s.badIncr(out, args[1]), nil
 	case is(name, "INCRBY"), is(name, "DECRBY"):
 		if len(args) != 3 {
 			return wrongArity(out, name), nil
@@ -36,14 +77,11 @@ func (s *Server) exec(ctx context.Context, out []byte, args [][]byte) ([]byte, e
 			s.m.commandErrors.Inc()
 			return resp.AppendError(out, errNotInt), nil
 		}
-		if is(name, "DECRBY") {
-			if d == -d && d != 0 { // math.MinInt64 has no negation
-				s.m.commandErrors.Inc()
-				return resp.AppendError(out, "ERR decrement would overflow"), nil
-			}
-			d = -d
+		if is(name, "DECRBY") && d == math.MinInt64 { // it has no negation
+			s.m.commandErrors.Inc()
+			return resp.AppendError(out, "ERR decrement would overflow"), nil
 		}
-		return s.incr(out, args[1], d), nil
+		return s.badIncr(out, args[1]), nil
 	case is(name, "GET"):
 		if len(args) != 2 {
 			return wrongArity(out, name), nil
@@ -93,19 +131,13 @@ func (s *Server) exec(ctx context.Context, out []byte, args [][]byte) ([]byte, e
 	return resp.AppendError(out, unknown(args)), nil
 }
 
-func (s *Server) incr(out, key []byte, d int64) []byte {
+// badIncr answers an increment that session.incr refused for its key.
+func (s *Server) badIncr(out, key []byte) []byte {
+	s.m.commandErrors.Inc()
 	if err := checkKey(key); err != nil {
-		s.m.commandErrors.Inc()
 		return resp.AppendError(out, err.Error())
 	}
-	if err := s.buf.Add(key, d); err != nil {
-		s.m.commandErrors.Inc()
-		if errors.Is(err, pending.ErrBackoff) {
-			return resp.AppendError(out, "BUSY "+err.Error())
-		}
-		return resp.AppendError(out, "ERR "+err.Error())
-	}
-	return resp.AppendInt(out, d)
+	return resp.AppendError(out, "ERR BUG: increment refused without a reason")
 }
 
 func (s *Server) get(ctx context.Context, out []byte, keys [][]byte, array bool) []byte {

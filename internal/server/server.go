@@ -20,10 +20,14 @@ import (
 
 // Options configure a Server.
 type Options struct {
-	// Timeout bounds GET and FLUSH when the database is slow or down.
+	// Timeout bounds GET, FLUSH and commit acknowledgements when the
+	// database is slow or down.
 	Timeout time.Duration
-	Logger  *slog.Logger
-	Metrics *metrics.Set
+	// AckCommit delays each increment's reply until its round is
+	// committed in PostgreSQL.
+	AckCommit bool
+	Logger    *slog.Logger
+	Metrics   *metrics.Set
 }
 
 // Server serves connections on one listener.
@@ -148,27 +152,31 @@ var errQuit = errors.New("client quit")
 
 func (s *Server) session(ctx context.Context, c net.Conn) error {
 	rd := resp.NewReader(c, 64<<10)
-	out := make([]byte, 0, 64<<10)
+	sess := &session{s: s, out: make([]byte, 0, 64<<10)}
 	for {
 		var quit error
 		for quit == nil {
 			args, ok, err := rd.Next()
 			if err != nil {
 				s.m.protocolErrors.Inc()
-				out = resp.AppendError(out, "ERR "+err.Error())
+				sess.endGroup(ctx)
+				sess.out = resp.AppendError(sess.out, "ERR "+err.Error())
 				quit = err
 				break
 			}
 			if !ok {
 				break
 			}
-			out, quit = s.exec(ctx, out, args)
+			quit = sess.exec(ctx, args)
 		}
-		if len(out) > 0 {
+		// Increments are acknowledged only after they are journaled, and
+		// before their keys, which alias the read buffer, are overwritten.
+		sess.endGroup(ctx)
+		if out := sess.out; len(out) > 0 {
 			if _, err := c.Write(out); err != nil {
 				return fmt.Errorf("write replies: %w", err)
 			}
-			out = out[:0]
+			sess.out = out[:0]
 		}
 		if quit != nil {
 			return quit

@@ -65,18 +65,41 @@ type ApplyResult struct {
 	Picked int
 	// Upserted counts keys written by the random-slot upsert fallback.
 	Upserted int
+	// Duplicate says the batch's identity was already recorded, so
+	// nothing was written.
+	Duplicate bool
 	// Attempts is how many transactions it took (1 unless retried).
 	Attempts int
 }
 
-// Apply adds every delta in one statement (its own transaction). Keys must
-// be unique in batch; Apply sorts batch by key in place, because every
-// writer must lock rows in the same order. Deadlocks and serialization
-// failures are retried; an int64 overflow returns an error wrapping
-// ErrOverflow and writes nothing.
+// BatchID identifies one flush round of one daemon instance. Sequence
+// numbers of an instance must increase from round to round.
+type BatchID struct {
+	Instance string
+	Seq      uint64
+}
+
+// Apply adds every delta in one statement (its own transaction), without
+// recording an identity: a retry after a lost acknowledgement counts
+// twice. Daemons use ApplyOnce.
 func (s *Store) Apply(ctx context.Context, batch []Delta) (ApplyResult, error) {
+	return s.apply(ctx, nil, batch)
+}
+
+// ApplyOnce adds every delta and records id in the same transaction; a
+// batch whose id (or a later one of the same instance) is already recorded
+// writes nothing and reports Duplicate.
+func (s *Store) ApplyOnce(ctx context.Context, id BatchID, batch []Delta) (ApplyResult, error) {
+	return s.apply(ctx, &id, batch)
+}
+
+// apply sorts batch by key in place, because every writer must lock rows
+// in the same order, and writes it. Keys must be unique. Deadlocks and
+// serialization failures are retried; an int64 overflow returns an error
+// wrapping ErrOverflow and writes nothing.
+func (s *Store) apply(ctx context.Context, id *BatchID, batch []Delta) (ApplyResult, error) {
 	var res ApplyResult
-	if len(batch) == 0 {
+	if len(batch) == 0 && id == nil {
 		return res, nil
 	}
 	slices.SortFunc(batch, func(a, b Delta) int { return strings.Compare(a.Key, b.Key) })
@@ -87,14 +110,43 @@ func (s *Store) Apply(ctx context.Context, batch []Delta) (ApplyResult, error) {
 		keys[i], deltas[i] = d.Key, d.N
 		fallback[i] = int16(rand.IntN(s.slots))
 	}
+	var instance *string
+	var seq int64
+	if id != nil {
+		instance, seq = &id.Instance, int64(id.Seq)
+	}
 	err := s.retry(ctx, &res.Attempts, func() error {
-		return s.pool.QueryRow(ctx, addBatch, keys, deltas, fallback).Scan(&res.Picked, &res.Upserted)
+		return s.pool.QueryRow(ctx, applyBatch, instance, seq, keys, deltas, fallback).
+			Scan(&res.Picked, &res.Upserted, &res.Duplicate)
 	})
 	return res, err
 }
 
-// addBatch calls the slotted write function (sql/001_init.up.sql).
-const addBatch = `SELECT picked, upserted FROM counterd_add($1::text[], $2::bigint[], $3::smallint[])`
+// applyBatch calls the slotted write (sql/001_init.up.sql) behind the
+// identity check (sql/002_batch_identity.up.sql).
+const applyBatch = `SELECT picked, upserted, duplicate
+FROM counterd_apply($1::text, $2::bigint, $3::text[], $4::bigint[], $5::smallint[])`
+
+// LastSeq returns the sequence number of the last batch instance
+// committed, or 0.
+func (s *Store) LastSeq(ctx context.Context, instance string) (uint64, error) {
+	var seq int64
+	err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT last_seq FROM counterd_instances WHERE instance = $1), 0)`, instance).Scan(&seq)
+	if err != nil {
+		return 0, fmt.Errorf("read last committed batch: %w", err)
+	}
+	return uint64(seq), nil
+}
+
+// PruneInstances deletes the batch identity of instances that have not
+// committed since before cutoff, and returns how many it deleted.
+func (s *Store) PruneInstances(ctx context.Context, cutoff time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM counterd_instances WHERE updated_at < $1`, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("prune instances: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
 
 // Totals returns base plus slots for each key, in one statement; a key
 // never counted is 0.

@@ -243,3 +243,36 @@ func TestFoldRacingWriters(t *testing.T) {
 	}
 	t.Logf("%d fold passes raced the writers", folds)
 }
+
+// A batch applied twice (a retry after a lost commit acknowledgement, or a
+// journal replayed after a crash) counts once.
+func TestApplyOnceCountsOnce(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t, 4)
+	ctx := context.Background()
+	f := func(id slots.BatchID, n int64, wantDup bool) {
+		t.Helper()
+		res, err := s.ApplyOnce(ctx, id, []slots.Delta{{Key: "post:1", N: n}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Duplicate != wantDup {
+			t.Fatalf("ApplyOnce(%v): duplicate %v; want %v", id, res.Duplicate, wantDup)
+		}
+	}
+	a, b := slots.BatchID{Instance: "a", Seq: 1}, slots.BatchID{Instance: "b", Seq: 1}
+	f(a, 5, false)
+	f(a, 5, true) // the same batch again
+	f(b, 7, false)
+	f(slots.BatchID{Instance: "a", Seq: 3}, 11, false)
+	f(slots.BatchID{Instance: "a", Seq: 2}, 100, true) // older than the last committed
+	if got := total(t, db, "post:1"); got != 23 {
+		t.Fatalf("total: got %d; want 23 (5 + 7 + 11)", got)
+	}
+	if seq, err := s.LastSeq(ctx, "a"); err != nil || seq != 3 {
+		t.Fatalf("LastSeq(a): got %d, %v; want 3", seq, err)
+	}
+	if n, err := s.PruneInstances(ctx, time.Now().Add(time.Hour)); err != nil || n != 2 {
+		t.Fatalf("PruneInstances: got %d, %v; want 2", n, err)
+	}
+}

@@ -1,0 +1,77 @@
+package journal_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/counterd/counterd/internal/journal"
+)
+
+// benchItems is a typical record: one connection's pipelined batch.
+func benchItems() []journal.Item {
+	its := make([]journal.Item, 16)
+	for i := range its {
+		its[i] = journal.Item{Key: fmt.Appendf(nil, "post:%d", 1000+i), Delta: 1}
+	}
+	return its
+}
+
+func BenchmarkAppend(b *testing.B) {
+	for _, mode := range []journal.FsyncMode{journal.FsyncNo, journal.FsyncEverySec} {
+		b.Run(mode.String(), func(b *testing.B) {
+			j, _ := openT(b, journal.Options{Dir: b.TempDir(), Fsync: mode})
+			its := benchItems()
+			pos, err := j.Append(its)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(pos.Offset - 16)
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				if _, err := j.Append(its); err != nil {
+					b.Fatal(err)
+				}
+				// Keep the disk use of long runs bounded, as rounds do.
+				if n++; n%(1<<16) == 0 {
+					rotateAndRemove(b, j)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAppendWaitDurableParallel measures group commit: many
+// connections each appending and waiting for their own fsync.
+func BenchmarkAppendWaitDurableParallel(b *testing.B) {
+	j, _ := openT(b, journal.Options{Dir: b.TempDir(), Fsync: journal.FsyncAlways})
+	its := benchItems()
+	ctx := b.Context()
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			pos, err := j.Append(its)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := j.WaitDurable(ctx, pos); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+func rotateAndRemove(b *testing.B, j *journal.Journal) {
+	closed, ok, err := j.Rotate()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if ok {
+		if err := j.Remove(closed); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

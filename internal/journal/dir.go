@@ -1,0 +1,127 @@
+package journal
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	lockName       = "LOCK"
+	instanceIDName = "instance-id"
+	instanceIDLen  = 32
+)
+
+// lockDir takes an exclusive flock on dir/LOCK, held until the returned
+// file is closed. flock belongs to the open file description, so a second
+// Journal in the same process is refused too.
+func lockDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, lockName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock file: %w", err)
+	}
+	conn, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	var lockErr error
+	if err := conn.Control(func(fd uintptr) {
+		lockErr = unix.Flock(int(fd), unix.LOCK_EX|unix.LOCK_NB)
+	}); err != nil {
+		lockErr = err
+	}
+	if lockErr != nil {
+		f.Close()
+		if errors.Is(lockErr, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("lock %s: %w", path, ErrInUse)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, lockErr)
+	}
+	return f, nil
+}
+
+// loadInstanceID reads dir/instance-id, creating it on first use. The file
+// is written to a temporary name and renamed so that a crash can never
+// leave a half-written id behind.
+func loadInstanceID(dir string) (string, error) {
+	path := filepath.Join(dir, instanceIDName)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		id := string(b)
+		if !validInstanceID(id) {
+			return "", fmt.Errorf("%s holds %q, not %d lowercase hex characters", path, b, instanceIDLen)
+		}
+		return id, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read instance id: %w", err)
+	}
+	var raw [instanceIDLen / 2]byte
+	rand.Read(raw[:]) // never fails: see crypto/rand.Read
+	id := hex.EncodeToString(raw[:])
+	tmp := path + ".tmp"
+	if err := writeFileSync(tmp, []byte(id)); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("create instance id: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("create instance id: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return "", fmt.Errorf("create instance id: %w", err)
+	}
+	return id, nil
+}
+
+func validInstanceID(id string) bool {
+	if len(id) != instanceIDLen {
+		return false
+	}
+	for _, c := range id {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func writeFileSync(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// syncDir fsyncs a directory so that created, renamed or truncated-to-new
+// entries in it survive power loss.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open directory for fsync: %w", err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}

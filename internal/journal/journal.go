@@ -1,0 +1,300 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// ErrFull is wrapped by Append when the record would take the live
+// segments past Options.MaxBytes. Nothing was written.
+var ErrFull = errors.New("journal full")
+
+// ErrInUse is wrapped by Open when another Journal holds the directory.
+var ErrInUse = errors.New("journal directory is in use by another process")
+
+// Options configures Open.
+type Options struct {
+	// Dir holds the journal; it is created with mode 0700 if missing.
+	Dir string
+	// Fsync says when appended records are fsynced.
+	Fsync FsyncMode
+	// MaxBytes makes Append return ErrFull once the live segments (all not
+	// yet Removed, recovered ones included) would exceed it; 0 means no
+	// limit. It bounds the disk a stalled database can make us use.
+	MaxBytes int64
+	// Logger receives warnings about repaired segments; nil discards them.
+	Logger *slog.Logger
+	// Metrics receives the journal's metrics; nil means a private set.
+	Metrics *metrics.Set
+}
+
+// Item is one increment in a record.
+type Item struct {
+	Key   []byte
+	Delta int64
+}
+
+// Position identifies the end of an appended record, for WaitDurable.
+type Position struct {
+	Seq    uint64
+	Offset int64
+}
+
+// after reports whether p lies beyond q in the journal.
+func (p Position) after(q Position) bool {
+	return p.Seq > q.Seq || (p.Seq == q.Seq && p.Offset > q.Offset)
+}
+
+// Journal appends records to the current segment. Its methods are safe for
+// concurrent use.
+type Journal struct {
+	dir        string
+	mode       FsyncMode
+	maxBytes   int64
+	log        *slog.Logger
+	m          journalMetrics
+	instanceID string
+	lock       *os.File
+
+	mu           sync.Mutex
+	cur          *segment
+	live         map[uint64]int64 // bytes of each recovered or rotated segment not yet removed
+	roundRecords int              // records appended since the last Rotate, in any segment
+	buf          []byte           // encode buffer, reused so Append does not allocate
+	closed       bool
+	total        atomic.Int64 // Bytes(); changed only with mu held
+
+	// syncMu serialises fsyncs with each other and with closing a segment,
+	// so the syncer never fsyncs a file Rotate has closed.
+	syncMu sync.Mutex
+	dur    durability
+
+	kick       chan struct{} // wakes the syncer in FsyncAlways
+	stop       chan struct{}
+	syncerDone chan struct{}
+	closeOnce  sync.Once
+	closeErr   error
+}
+
+// maxKeptBuffer stops one huge record from pinning its buffer forever.
+const maxKeptBuffer = 1 << 20
+
+// syncInterval is how often FsyncEverySec fsyncs.
+const syncInterval = time.Second
+
+// Open locks and recovers the journal in opts.Dir and starts a new segment
+// for appends, numbered one past the highest recovered. It returns the
+// segments already on disk, sorted by Seq, empty ones included so the
+// caller can Remove them. A damaged tail is cut off and reported in
+// Segment.Truncated; a bad header, or a key whose sum overflows int64, is
+// an error naming the file, because guessing would lose data. Another open
+// Journal on the directory makes the error wrap ErrInUse.
+func Open(opts Options) (*Journal, []Segment, error) {
+	if opts.Dir == "" {
+		return nil, nil, errors.New("open journal: no directory")
+	}
+	if opts.Fsync < FsyncEverySec || opts.Fsync > FsyncNo {
+		return nil, nil, fmt.Errorf("open journal: unknown fsync mode %d", int(opts.Fsync))
+	}
+	if opts.MaxBytes < 0 {
+		return nil, nil, fmt.Errorf("open journal: negative MaxBytes %d", opts.MaxBytes)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	set := opts.Metrics
+	if set == nil {
+		set = metrics.NewSet()
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("open journal: %w", err)
+	}
+	lock, err := lockDir(opts.Dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open journal: %w", err)
+	}
+	j, segs, err := open(opts, lock, log, set)
+	if err != nil {
+		lock.Close()
+		return nil, nil, fmt.Errorf("open journal %s: %w", opts.Dir, err)
+	}
+	return j, segs, nil
+}
+
+func open(opts Options, lock *os.File, log *slog.Logger, set *metrics.Set) (*Journal, []Segment, error) {
+	id, err := loadInstanceID(opts.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	segs, err := recoverSegments(opts.Dir, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	live := make(map[uint64]int64, len(segs))
+	var total int64
+	var damaged int
+	next := uint64(1)
+	for _, s := range segs {
+		live[s.Seq] = s.Bytes
+		total += s.Bytes
+		if s.Truncated > 0 {
+			damaged++
+		}
+		if s.Seq == math.MaxUint64 {
+			return nil, nil, fmt.Errorf("segment %d is the last possible sequence number", s.Seq)
+		}
+		next = max(next, s.Seq+1)
+	}
+	cur, err := createSegment(opts.Dir, next, opts.Fsync)
+	if err != nil {
+		return nil, nil, err
+	}
+	j := &Journal{
+		dir:        opts.Dir,
+		mode:       opts.Fsync,
+		maxBytes:   opts.MaxBytes,
+		log:        log,
+		instanceID: id,
+		lock:       lock,
+		cur:        cur,
+		live:       live,
+	}
+	j.total.Store(total + cur.size)
+	j.dur.init(Position{Seq: cur.seq, Offset: cur.size})
+	j.m = newJournalMetrics(set, j)
+	j.m.corruptTails.Add(damaged)
+	if j.mode != FsyncNo {
+		j.kick = make(chan struct{}, 1)
+		j.stop = make(chan struct{})
+		j.syncerDone = make(chan struct{})
+		var every time.Duration
+		if j.mode == FsyncEverySec {
+			every = syncInterval
+		}
+		go j.runSyncer(every)
+	}
+	return j, segs, nil
+}
+
+// InstanceID returns the id created the first time this directory was
+// opened: 32 lowercase hex characters, stable across restarts.
+func (j *Journal) InstanceID() string { return j.instanceID }
+
+// Current returns the sequence number of the segment being appended to.
+func (j *Journal) Current() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.cur.seq
+}
+
+// Bytes returns the size of every live segment file, headers included:
+// recovered, rotated but not removed, and current.
+func (j *Journal) Bytes() int64 { return j.total.Load() }
+
+// Append writes items as one record, with one write(2), to the current
+// segment and returns where the record ends. No items is a no-op that
+// returns the current position. A failed write is cut back off the file,
+// so no torn record ever precedes a good one.
+func (j *Journal) Append(items []Item) (Position, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return Position{}, fmt.Errorf("append to journal: %w", os.ErrClosed)
+	}
+	if len(items) == 0 {
+		return Position{Seq: j.cur.seq, Offset: j.cur.size}, nil
+	}
+	pos, err := j.appendLocked(items)
+	if err != nil {
+		j.m.appendErrors.Inc()
+		return Position{}, err
+	}
+	j.m.appends.Inc()
+	return pos, nil
+}
+
+func (j *Journal) appendLocked(items []Item) (Position, error) {
+	if j.cur.broken.Load() {
+		old := j.cur.seq
+		if err := j.rotateLocked(); err != nil {
+			return Position{}, fmt.Errorf("append: replace broken segment %d: %w", old, err)
+		}
+	}
+	cur := j.cur
+	buf, err := appendRecord(j.buf[:0], items)
+	if cap(buf) <= maxKeptBuffer {
+		j.buf = buf[:0]
+	}
+	if err != nil {
+		return Position{}, fmt.Errorf("append to segment %d: %w", cur.seq, err)
+	}
+	size := int64(len(buf))
+	if total := j.total.Load(); j.maxBytes > 0 && total+size > j.maxBytes {
+		return Position{}, fmt.Errorf("append %d bytes to segment %d with %d of %d bytes in use: %w",
+			size, cur.seq, total, j.maxBytes, ErrFull)
+	}
+	start := cur.size
+	n, err := cur.f.Write(buf)
+	if err != nil {
+		werr := fmt.Errorf("append to segment %d: %w", cur.seq, err)
+		if terr := cur.f.Truncate(start); terr != nil {
+			// The torn bytes stay until recovery cuts them off; nothing
+			// may follow them, so the next Append moves to a new segment.
+			cur.broken.Store(true)
+			cur.size += int64(n)
+			j.total.Add(int64(n))
+			return Position{}, errors.Join(werr, fmt.Errorf("cut torn record off segment %d: %w", cur.seq, terr))
+		}
+		return Position{}, werr
+	}
+	cur.size += size
+	cur.records++
+	j.roundRecords++
+	j.total.Add(size)
+	return Position{Seq: cur.seq, Offset: cur.size}, nil
+}
+
+// Close stops the syncer, fsyncs the current segment unless fsync is off,
+// closes it and releases the directory. Calling it again returns the
+// first result.
+func (j *Journal) Close() error {
+	j.closeOnce.Do(func() { j.closeErr = j.close() })
+	return j.closeErr
+}
+
+func (j *Journal) close() error {
+	if j.stop != nil {
+		close(j.stop)
+		<-j.syncerDone
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.closed = true
+	var errs []error
+	cur := j.cur
+	j.syncMu.Lock()
+	if j.mode != FsyncNo {
+		if err := j.fsyncLocked(cur, cur.size); err != nil {
+			errs = append(errs, fmt.Errorf("close journal: %w", err))
+		}
+	}
+	cur.closed = true
+	j.syncMu.Unlock()
+	if err := cur.f.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close segment %d: %w", cur.seq, err))
+	}
+	if err := j.lock.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("release journal lock: %w", err))
+	}
+	j.dur.close()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,315 @@
+package journal_test
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/counterd/counterd/internal/journal"
+)
+
+func TestRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []journal.FsyncMode{journal.FsyncEverySec, journal.FsyncAlways, journal.FsyncNo} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "journal")
+			opts := journal.Options{Dir: dir, Fsync: mode}
+			j, segs, err := journal.Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(segs) != 0 {
+				t.Fatalf("fresh journal recovered %d segments; want 0", len(segs))
+			}
+			if got := j.Current(); got != 1 {
+				t.Fatalf("Current: got %d; want 1", got)
+			}
+			appendT(t, j, "a", 1, "b", 2)
+			appendT(t, j, "a", 3)
+			rotate(t, j, 1)
+			appendT(t, j, "c", -5, "c", math.MaxInt64)
+			rotate(t, j, 2)
+			appendT(t, j, "a", 10)
+			if err := j.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := j.Close(); err != nil {
+				t.Fatalf("second Close: got %v; want nil", err)
+			}
+
+			j, segs = openT(t, opts)
+			want := []journal.Segment{
+				{Seq: 1, Deltas: map[string]int64{"a": 4, "b": 2}, Records: 2},
+				{Seq: 2, Deltas: map[string]int64{"c": math.MaxInt64 - 5}, Records: 1},
+				{Seq: 3, Deltas: map[string]int64{"a": 10}, Records: 1},
+			}
+			if len(segs) != len(want) {
+				t.Fatalf("recovered %d segments; want %d", len(segs), len(want))
+			}
+			var sum int64
+			for i, s := range segs {
+				if s.Seq != want[i].Seq || s.Records != want[i].Records || s.Truncated != 0 {
+					t.Errorf("segment %d: got seq %d, %d records, %d truncated; want seq %d, %d records, 0 truncated",
+						i, s.Seq, s.Records, s.Truncated, want[i].Seq, want[i].Records)
+				}
+				checkDeltas(t, s.Seq, s.Deltas, want[i].Deltas)
+				if size := fileSize(t, segPath(dir, s.Seq)); s.Bytes != size {
+					t.Errorf("segment %d Bytes: got %d; want file size %d", s.Seq, s.Bytes, size)
+				}
+				sum += s.Bytes
+			}
+			if got := j.Current(); got != 4 {
+				t.Errorf("Current after reopen: got %d; want 4", got)
+			}
+			if got, want := j.Bytes(), sum+16; got != want {
+				t.Errorf("Bytes: got %d; want %d", got, want)
+			}
+
+			before := j.Bytes()
+			if err := j.Remove(1); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(segPath(dir, 1)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("stat removed segment: got %v; want ErrNotExist", err)
+			}
+			if got, want := j.Bytes(), before-segs[0].Bytes; got != want {
+				t.Errorf("Bytes after Remove: got %d; want %d", got, want)
+			}
+			if err := j.Remove(1); err != nil {
+				t.Errorf("removing segment 1 again: got %v; want nil", err)
+			}
+			if err := j.Remove(99); err != nil {
+				t.Errorf("removing unknown segment: got %v; want nil", err)
+			}
+			if err := j.Remove(4); err == nil {
+				t.Error("removing the current segment: got nil error; want one")
+			}
+			if pos := appendT(t, j, "d", 1); pos.Seq != 4 {
+				t.Errorf("append after reopen went to segment %d; want 4", pos.Seq)
+			}
+			if got, want := j.Bytes(), dirBytes(t, dir); got != want {
+				t.Errorf("Bytes: got %d; want %d on disk", got, want)
+			}
+			if err := j.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			_, segs = openT(t, opts)
+			var seqs []uint64
+			for _, s := range segs {
+				seqs = append(seqs, s.Seq)
+			}
+			if len(seqs) != 3 || seqs[0] != 2 || seqs[1] != 3 || seqs[2] != 4 {
+				t.Errorf("recovered seqs after Remove: got %v; want [2 3 4]", seqs)
+			}
+		})
+	}
+}
+
+func rotate(t *testing.T, j *journal.Journal, want uint64) {
+	t.Helper()
+	closed, rotated, err := j.Rotate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if closed != want || !rotated {
+		t.Fatalf("Rotate: got %d, %v; want %d, true", closed, rotated, want)
+	}
+}
+
+func TestRotateWithoutRecordsDoesNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	j, _ := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo})
+	pos, err := j.Append(nil)
+	if err != nil || pos != (journal.Position{Seq: 1, Offset: 16}) {
+		t.Fatalf("empty Append: got %v, %v; want {1 16}, nil", pos, err)
+	}
+	closed, rotated, err := j.Rotate()
+	if err != nil || closed != 1 || rotated {
+		t.Fatalf("Rotate of an empty segment: got %d, %v, %v; want 1, false, nil", closed, rotated, err)
+	}
+	if _, err := os.Stat(segPath(dir, 2)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stat segment 2: got %v; want ErrNotExist", err)
+	}
+	appendT(t, j, "k", 1)
+	rotate(t, j, 1)
+	closed, rotated, err = j.Rotate()
+	if err != nil || closed != 2 || rotated {
+		t.Errorf("second Rotate: got %d, %v, %v; want 2, false, nil", closed, rotated, err)
+	}
+}
+
+func TestClosedJournalRefusesWork(t *testing.T) {
+	t.Parallel()
+	j, _ := openT(t, journal.Options{Dir: t.TempDir(), Fsync: journal.FsyncNo})
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Append(items("k", 1)); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Append after Close: got %v; want ErrClosed", err)
+	}
+	if _, _, err := j.Rotate(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Rotate after Close: got %v; want ErrClosed", err)
+	}
+	if err := j.Remove(1); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Remove after Close: got %v; want ErrClosed", err)
+	}
+}
+
+func TestErrFull(t *testing.T) {
+	t.Parallel()
+	// Each record of "k", 1 is 8 bytes of framing and 4 of payload.
+	const header, record = 16, 12
+	dir := t.TempDir()
+	set := metrics.NewSet()
+	j, _ := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo, MaxBytes: header + 3*record, Metrics: set})
+	for range 3 {
+		appendT(t, j, "k", 1)
+	}
+	_, err := j.Append(items("k", 1))
+	if !errors.Is(err, journal.ErrFull) {
+		t.Fatalf("Append past MaxBytes: got %v; want ErrFull", err)
+	}
+	if got, want := fileSize(t, segPath(dir, 1)), int64(header+3*record); got != want {
+		t.Errorf("segment size after ErrFull: got %d; want %d", got, want)
+	}
+	if got, want := j.Bytes(), int64(header+3*record); got != want {
+		t.Errorf("Bytes after ErrFull: got %d; want %d", got, want)
+	}
+	if got := counter(set, "counterd_journal_append_errors_total"); got != 1 {
+		t.Errorf("append errors: got %d; want 1", got)
+	}
+
+	rotate(t, j, 1) // segment 2's header takes the journal further past the limit
+	if _, err := j.Append(items("k", 1)); !errors.Is(err, journal.ErrFull) {
+		t.Fatalf("Append after Rotate: got %v; want ErrFull", err)
+	}
+	if err := j.Remove(1); err != nil {
+		t.Fatal(err)
+	}
+	if pos := appendT(t, j, "k", 1); pos.Seq != 2 {
+		t.Errorf("Append after Remove went to segment %d; want 2", pos.Seq)
+	}
+	if got, want := j.Bytes(), int64(header+record); got != want {
+		t.Errorf("Bytes: got %d; want %d", got, want)
+	}
+}
+
+func TestErrFullCountsRecoveredSegments(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	j, _ := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo})
+	appendT(t, j, "k", 1)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Segment 1 (28 bytes) and the new segment 2 (16) already exceed 40.
+	j, segs := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo, MaxBytes: 40})
+	if _, err := j.Append(items("k", 1)); !errors.Is(err, journal.ErrFull) {
+		t.Fatalf("Append: got %v; want ErrFull", err)
+	}
+	if err := j.Remove(segs[0].Seq); err != nil {
+		t.Fatal(err)
+	}
+	appendT(t, j, "k", 1)
+}
+
+func TestErrInUse(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	j, _ := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo})
+	if _, _, err := journal.Open(journal.Options{Dir: dir}); !errors.Is(err, journal.ErrInUse) {
+		t.Fatalf("second Open: got %v; want ErrInUse", err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	openT(t, journal.Options{Dir: dir})
+}
+
+func TestInstanceIDIsStable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	j, _ := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo})
+	id := j.InstanceID()
+	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(id) {
+		t.Fatalf("InstanceID: got %q; want 32 lowercase hex characters", id)
+	}
+	if got := string(readFile(t, filepath.Join(dir, "instance-id"))); got != id {
+		t.Errorf("instance-id file: got %q; want %q", got, id)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	j, _ = openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo})
+	if got := j.InstanceID(); got != id {
+		t.Errorf("InstanceID after reopen: got %q; want %q", got, id)
+	}
+	other, _ := openT(t, journal.Options{Dir: t.TempDir(), Fsync: journal.FsyncNo})
+	if other.InstanceID() == id {
+		t.Errorf("two directories share instance id %q", id)
+	}
+}
+
+func TestBadInstanceIDIsAnError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "instance-id"), []byte("not hex"))
+	_, _, err := journal.Open(journal.Options{Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), "instance-id") {
+		t.Errorf("Open: got %v; want an error naming instance-id", err)
+	}
+}
+
+func TestOpenIgnoresOtherFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, name := range []string{"notes.txt", "1.seg", "0000000000000000000x.seg", "00000000000000000001.seg.tmp"} {
+		writeFile(t, filepath.Join(dir, name), []byte("junk"))
+	}
+	j, segs := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo})
+	if len(segs) != 0 || j.Current() != 1 {
+		t.Errorf("got %d segments and Current %d; want 0 and 1", len(segs), j.Current())
+	}
+}
+
+func TestBytesGauge(t *testing.T) {
+	t.Parallel()
+	set := metrics.NewSet()
+	j, _ := openT(t, journal.Options{Dir: t.TempDir(), Fsync: journal.FsyncNo, Metrics: set})
+	appendT(t, j, "k", 1)
+	var b strings.Builder
+	set.WritePrometheus(&b)
+	if want := "counterd_journal_bytes 28\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("metrics: got\n%s\nwant a line %q", b.String(), want)
+	}
+	if got := counter(set, "counterd_journal_appends_total"); got != 1 {
+		t.Errorf("appends: got %d; want 1", got)
+	}
+}
+
+func TestOptionsAreChecked(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		opts journal.Options
+	}{
+		{"no dir", journal.Options{}},
+		{"bad mode", journal.Options{Dir: t.TempDir(), Fsync: 9}},
+		{"negative MaxBytes", journal.Options{Dir: t.TempDir(), MaxBytes: -1}},
+	}
+	for _, tt := range tests {
+		if j, _, err := journal.Open(tt.opts); err == nil {
+			j.Close()
+			t.Errorf("%s: got nil error; want one", tt.name)
+		}
+	}
+}

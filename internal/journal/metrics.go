@@ -1,0 +1,26 @@
+package journal
+
+import "github.com/VictoriaMetrics/metrics"
+
+type journalMetrics struct {
+	appends      *metrics.Counter
+	appendErrors *metrics.Counter
+	fsyncs       *metrics.Counter
+	fsyncErrors  *metrics.Counter
+	fsyncSeconds *metrics.Histogram
+	corruptTails *metrics.Counter
+}
+
+// newJournalMetrics registers the journal's metrics once Open has
+// succeeded, so a failed Open leaves the set untouched and can be retried.
+func newJournalMetrics(set *metrics.Set, j *Journal) journalMetrics {
+	set.NewGauge(`counterd_journal_bytes`, func() float64 { return float64(j.Bytes()) })
+	return journalMetrics{
+		appends:      set.NewCounter(`counterd_journal_appends_total`),
+		appendErrors: set.NewCounter(`counterd_journal_append_errors_total`),
+		fsyncs:       set.NewCounter(`counterd_journal_fsyncs_total`),
+		fsyncErrors:  set.NewCounter(`counterd_journal_fsync_errors_total`),
+		fsyncSeconds: set.NewHistogram(`counterd_journal_fsync_seconds`),
+		corruptTails: set.NewCounter(`counterd_journal_corrupt_tails_total`),
+	}
+}

@@ -1,0 +1,180 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// WaitDurable returns once the record ending at pos is fsynced, in
+// FsyncAlways; in the other modes it returns nil at once. Concurrent
+// waiters share fsyncs: one syncer goroutine fsyncs the current segment
+// whenever a waiter asks, and each fsync covers everything written before
+// it started. It gives up when ctx is done. Any error means the record
+// reached the kernel but may not survive power loss.
+func (j *Journal) WaitDurable(ctx context.Context, pos Position) error {
+	if j.mode != FsyncAlways {
+		return nil
+	}
+	j.mu.Lock()
+	end := Position{Seq: j.cur.seq, Offset: j.cur.size}
+	j.mu.Unlock()
+	if pos.after(end) {
+		return fmt.Errorf("wait for segment %d offset %d: past the end of the journal (segment %d offset %d)",
+			pos.Seq, pos.Offset, end.Seq, end.Offset)
+	}
+	for {
+		done, changed, err := j.dur.check(pos)
+		if done {
+			return err
+		}
+		select {
+		case j.kick <- struct{}{}:
+		default: // a kick is pending, and the fsync it starts will cover pos
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for segment %d offset %d to be durable: %w", pos.Seq, pos.Offset, context.Cause(ctx))
+		}
+	}
+}
+
+// runSyncer fsyncs the current segment whenever kicked and, if every > 0,
+// that often. It returns when stop is closed.
+func (j *Journal) runSyncer(every time.Duration) {
+	defer close(j.syncerDone)
+	var tick <-chan time.Time
+	if every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-j.stop:
+			return
+		case <-j.kick:
+		case <-tick:
+		}
+		j.syncCurrent()
+	}
+}
+
+// syncCurrent fsyncs the current segment if it grew since its last fsync.
+// mu is held only to read where the segment ends, so appends continue
+// while the fsync runs.
+func (j *Journal) syncCurrent() {
+	j.mu.Lock()
+	seg, end := j.cur, j.cur.size
+	j.mu.Unlock()
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	if seg.syncErr != nil {
+		return // reported once; Append moves to a new segment
+	}
+	if err := j.fsyncLocked(seg, end); err != nil && j.mode == FsyncEverySec {
+		// No caller waits in everysec, so this log line is the report.
+		j.log.Error("journal: fsync failed; appends move to a new segment",
+			slog.Uint64("seq", seg.seq), slog.Any("error", err))
+	}
+}
+
+// fsyncLocked makes seg durable up to end. A failure is sticky, because
+// after a failed fsync Linux may report the next one as good although the
+// data is gone; the segment is marked broken so Append leaves it. Called
+// with syncMu held.
+func (j *Journal) fsyncLocked(seg *segment, end int64) error {
+	if seg.syncErr != nil || seg.closed || end <= seg.synced {
+		return seg.syncErr
+	}
+	start := time.Now()
+	err := seg.f.Sync()
+	j.m.fsyncSeconds.UpdateDuration(start)
+	j.m.fsyncs.Inc()
+	if err != nil {
+		j.m.fsyncErrors.Inc()
+		seg.syncErr = fmt.Errorf("fsync segment %d: %w", seg.seq, err)
+		seg.broken.Store(true)
+		j.dur.fail(seg.seq, seg.synced, seg.syncErr)
+		return seg.syncErr
+	}
+	seg.synced = end
+	j.dur.advance(Position{Seq: seg.seq, Offset: end})
+	return nil
+}
+
+// durability tracks how far the journal is known to be on disk and wakes
+// WaitDurable callers when that changes.
+type durability struct {
+	mu      sync.Mutex
+	upTo    Position               // every position up to here is durable...
+	failed  map[uint64]syncFailure // ...except past a failed segment's last good fsync
+	changed chan struct{}          // closed and replaced on every change
+	closed  bool
+}
+
+type syncFailure struct {
+	synced int64
+	err    error
+}
+
+func (d *durability) init(upTo Position) {
+	d.upTo = upTo
+	d.failed = make(map[uint64]syncFailure)
+	d.changed = make(chan struct{})
+}
+
+// check says whether pos is settled: durable (nil error), or never going
+// to be. If not, changed is closed when it is worth checking again.
+func (d *durability) check(pos Position) (done bool, changed <-chan struct{}, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if f, ok := d.failed[pos.Seq]; ok && pos.Offset > f.synced {
+		return true, nil, f.err
+	}
+	if !pos.after(d.upTo) {
+		return true, nil, nil
+	}
+	if d.closed {
+		return true, nil, fmt.Errorf("wait for segment %d offset %d: %w", pos.Seq, pos.Offset, os.ErrClosed)
+	}
+	return false, d.changed, nil
+}
+
+func (d *durability) advance(p Position) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if p.after(d.upTo) {
+		d.upTo = p
+		d.notifyLocked()
+	}
+}
+
+func (d *durability) fail(seq uint64, synced int64, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.failed[seq] = syncFailure{synced: synced, err: err}
+	d.notifyLocked()
+}
+
+func (d *durability) forget(seq uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.failed, seq)
+}
+
+func (d *durability) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	d.notifyLocked()
+}
+
+func (d *durability) notifyLocked() {
+	close(d.changed)
+	d.changed = make(chan struct{})
+}
