@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 
 // daemon is one counterd process started by a test.
 type daemon struct {
-	t       *testing.T
+	t       testing.TB
 	cmd     *exec.Cmd
 	socket  string
 	journal string
@@ -55,7 +55,7 @@ type daemon struct {
 
 // shortDir returns a directory whose path is short enough for a Unix
 // socket (t.TempDir paths can pass the 107-byte limit).
-func shortDir(t *testing.T) string {
+func shortDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "cd")
 	if err != nil {
@@ -67,7 +67,7 @@ func shortDir(t *testing.T) string {
 
 // startDaemon runs counterd against db with extra settings and returns
 // once it logs that it is ready.
-func startDaemon(t *testing.T, db *pgtest.DB, extra ...string) *daemon {
+func startDaemon(t testing.TB, db *pgtest.DB, extra ...string) *daemon {
 	t.Helper()
 	dir := shortDir(t)
 	d := &daemon{t: t, db: db, socket: filepath.Join(dir, "c.sock"), journal: filepath.Join(dir, "journal")}
@@ -176,7 +176,7 @@ func (d *daemon) metricsAddr() string {
 	return ""
 }
 
-func httpGet(t *testing.T, url string) string {
+func httpGet(t testing.TB, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
@@ -194,7 +194,7 @@ func httpGet(t *testing.T, url string) string {
 }
 
 // total reads counter_totals for key.
-func total(t *testing.T, db *pgtest.DB, key string) int64 {
+func total(t testing.TB, db *pgtest.DB, key string) int64 {
 	t.Helper()
 	var n int64
 	err := db.Pool.QueryRow(context.Background(),

@@ -19,7 +19,7 @@ import (
 	"github.com/counterd/counterd/internal/pgtest"
 )
 
-func client(t *testing.T, socket string) *redis.Client {
+func client(t testing.TB, socket string) *redis.Client {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Network: "unix", Addr: socket, Protocol: 2, DisableIdentity: true})
 	t.Cleanup(func() { c.Close() })

@@ -81,7 +81,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		jr        *journal.Journal
 		recovered []journal.Segment
 	)
-	if cfg.JournalDir != "" {
+	if cfg.Journal {
 		jr, recovered, err = journal.Open(journal.Options{
 			Dir: cfg.JournalDir, Fsync: cfg.Fsync, MaxBytes: cfg.JournalMaxBytes, Logger: log, Metrics: set,
 		})
@@ -91,7 +91,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		defer jr.Close()
 		log.Info("journal open", "dir", cfg.JournalDir, "instance", jr.InstanceID(), "fsync", cfg.Fsync.String(), "recovered_segments", len(recovered))
 	} else {
-		log.Warn("journal disabled (COUNTERD_JOURNAL_DIR is empty): a crash loses unflushed increments")
+		log.Warn("journal disabled (COUNTERD_JOURNAL=false): a crash loses unflushed increments")
 	}
 
 	// With the database up, migrate now and drop segments it already has;

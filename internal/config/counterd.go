@@ -18,7 +18,8 @@ type Counterd struct {
 
 	// Relative by default so a laptop run needs no setup; production
 	// should name a persistent absolute path (not /tmp).
-	JournalDir      string            `env:"COUNTERD_JOURNAL_DIR" envDefault:"counterd-journal" help:"write-ahead journal directory; empty disables the journal (unsafe: a crash loses unflushed increments)"`
+	Journal         bool              `env:"COUNTERD_JOURNAL" envDefault:"true" help:"journal increments before acknowledging them; false is unsafe (a crash loses unflushed increments), for comparison only"`
+	JournalDir      string            `env:"COUNTERD_JOURNAL_DIR" envDefault:"counterd-journal" help:"write-ahead journal directory (use a persistent absolute path)"`
 	Fsync           journal.FsyncMode `env:"COUNTERD_FSYNC" envDefault:"everysec" help:"when the journal is fsynced: always, everysec or no (as Redis appendfsync)"`
 	JournalMaxBytes int64             `env:"COUNTERD_JOURNAL_MAX_BYTES" envDefault:"1073741824" help:"refuse increments (-BUSY) past this many bytes of unflushed journal"`
 	Ack             string            `env:"COUNTERD_ACK" envDefault:"journal" help:"reply to increments once journaled (journal) or once committed in PostgreSQL (commit)"`
@@ -45,6 +46,8 @@ func (c *Counterd) Validate() error {
 		return &Error{"COUNTERD_SOCKET", "must not be empty"}
 	case len(c.Socket) > 107:
 		return &Error{"COUNTERD_SOCKET", "path longer than the 107 bytes a Unix socket allows"}
+	case c.Journal && c.JournalDir == "":
+		return &Error{"COUNTERD_JOURNAL_DIR", "must not be empty while COUNTERD_JOURNAL is true"}
 	case c.Ack != "journal" && c.Ack != "commit":
 		return &Error{"COUNTERD_ACK", fmt.Sprintf("%q is not journal or commit", c.Ack)}
 	case c.JournalMaxBytes < 1<<20:

@@ -66,6 +66,8 @@ type Journal struct {
 
 	mu           sync.Mutex
 	cur          *segment
+	spare        *segment         // next segment, created ahead by Seal so Rotate need not wait on disk
+	sealing      []*segment       // rotated out by Rotate, not yet fsynced and closed by Seal
 	live         map[uint64]int64 // bytes of each recovered or rotated segment not yet removed
 	roundRecords int              // records appended since the last Rotate, in any segment
 	buf          []byte           // encode buffer, reused so Append does not allocate
@@ -225,7 +227,7 @@ func (j *Journal) Append(items []Item) (Position, error) {
 func (j *Journal) appendLocked(items []Item) (Position, error) {
 	if j.cur.broken.Load() {
 		old := j.cur.seq
-		if err := j.rotateLocked(); err != nil {
+		if err := j.switchLocked(); err != nil {
 			return Position{}, fmt.Errorf("append: replace broken segment %d: %w", old, err)
 		}
 	}
@@ -276,10 +278,19 @@ func (j *Journal) close() error {
 		close(j.stop)
 		<-j.syncerDone
 	}
+	var errs []error
+	if err := j.sealRotated(); err != nil {
+		errs = append(errs, err)
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.closed = true
-	var errs []error
+	if sp := j.spare; sp != nil {
+		// Never used: drop it so a stopped journal holds no extra file.
+		sp.f.Close()
+		os.Remove(sp.path)
+		j.spare = nil
+	}
 	cur := j.cur
 	j.syncMu.Lock()
 	if j.mode != FsyncNo {

@@ -7,17 +7,20 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 )
 
-// Rotate closes the current segment and starts the next one; the daemon
-// calls it when it swaps its in-memory state into a new round, and later
-// Removes the closed segment once that round is committed.
+// Rotate starts the next segment; the daemon calls it when it swaps its
+// in-memory state into a new round, and later Removes the closed segment
+// once that round is committed.
 //
 // If nothing was appended since Open or the last Rotate it does nothing
-// and returns (Current(), false, nil). Otherwise it fsyncs the segment (unless
-// fsync is off), which also satisfies every WaitDurable on it, and returns
-// its sequence number. If that fsync fails nothing rotates; the segment is
-// marked broken, so a retry rotates without fsyncing it again.
+// and returns (Current(), false, nil). Otherwise it makes the segment
+// prepared by the last Seal current (creating one if there is none) and
+// returns the old one's sequence number. It does no fsync itself, so the
+// caller may hold its own lock around it without stalling appends on the
+// disk: call Seal afterwards, outside that lock, to fsync and close the old
+// segment (which satisfies every WaitDurable on it) and prepare the next.
 //
 // Normally a round is exactly one segment. The exception: when Append had
 // to abandon a broken segment (a failed write it could not cut back off,
@@ -33,46 +36,90 @@ func (j *Journal) Rotate() (closed uint64, rotated bool, err error) {
 	if j.roundRecords == 0 {
 		return j.cur.seq, false, nil
 	}
-	old := j.cur.seq
-	if err := j.rotateLocked(); err != nil {
-		return 0, false, fmt.Errorf("rotate segment %d: %w", old, err)
+	old := j.cur
+	if err := j.switchLocked(); err != nil {
+		return 0, false, fmt.Errorf("rotate segment %d: %w", old.seq, err)
 	}
 	j.roundRecords = 0
-	return old, true, nil
+	return old.seq, true, nil
 }
 
-// rotateLocked makes segment Current()+1 current. The old segment is
-// fsynced first, so if creating the new one fails the old one is still
-// current and complete. A broken segment is abandoned even if its fsync
-// fails: there is nothing better to do with it. Called with mu held.
-func (j *Journal) rotateLocked() error {
+// switchLocked makes segment Current()+1 current and queues the old one
+// for Seal. Called with mu held.
+func (j *Journal) switchLocked() error {
 	old := j.cur
-	wasBroken := old.broken.Load()
-	if j.mode != FsyncNo {
-		j.syncMu.Lock()
-		err := j.fsyncLocked(old, old.size)
-		j.syncMu.Unlock()
-		if err != nil && !wasBroken {
+	next := j.spare
+	j.spare = nil
+	if next == nil || next.seq != old.seq+1 {
+		if next != nil {
+			next.f.Close()
+			os.Remove(next.path)
+		}
+		var err error
+		if next, err = createSegment(j.dir, old.seq+1, j.mode); err != nil {
 			return err
 		}
 	}
-	next, err := createSegment(j.dir, old.seq+1, j.mode)
-	if err != nil {
-		return err
-	}
-	j.syncMu.Lock()
-	old.closed = true
-	j.syncMu.Unlock()
-	if err := old.f.Close(); err != nil {
-		// Its bytes already reached the kernel (and disk, unless fsync is
-		// off), so a close error changes nothing for the caller.
-		j.log.Warn("journal: closing rotated segment failed",
-			slog.Uint64("seq", old.seq), slog.Any("error", err))
-	}
 	j.live[old.seq] = old.size
+	j.sealing = append(j.sealing, old)
+	next.current = time.Now()
 	j.cur = next
 	j.total.Add(next.size)
 	return nil
+}
+
+// Seal fsyncs (unless fsync is off) and closes the segments Rotate moved
+// away from, and creates the next spare segment. Appends continue while it
+// works. An fsync failure is returned (and reported to WaitDurable
+// callers); the segment's data still reached the kernel.
+func (j *Journal) Seal() error {
+	err := j.sealRotated()
+	j.mu.Lock()
+	need := !j.closed && j.spare == nil
+	next := j.cur.seq + 1
+	j.mu.Unlock()
+	if !need {
+		return err
+	}
+	sp, serr := createSegment(j.dir, next, j.mode)
+	if serr != nil {
+		// Rotate will try again itself.
+		return errors.Join(err, fmt.Errorf("prepare segment %d: %w", next, serr))
+	}
+	j.mu.Lock()
+	if j.closed || j.spare != nil || j.cur.seq+1 != sp.seq {
+		j.mu.Unlock()
+		sp.f.Close()
+		os.Remove(sp.path)
+		return err
+	}
+	j.spare = sp
+	j.mu.Unlock()
+	return err
+}
+
+// sealRotated fsyncs and closes every segment queued by Rotate.
+func (j *Journal) sealRotated() error {
+	j.mu.Lock()
+	segs := j.sealing
+	j.sealing = nil
+	j.mu.Unlock()
+	var errs []error
+	for _, old := range segs {
+		j.syncMu.Lock()
+		if j.mode != FsyncNo {
+			if err := j.fsyncLocked(old, old.size); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		old.closed = true
+		j.syncMu.Unlock()
+		if err := old.f.Close(); err != nil {
+			j.log.Warn("journal: closing rotated segment failed",
+				slog.Uint64("seq", old.seq), slog.Any("error", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Remove deletes a segment that is no longer needed, normally because its

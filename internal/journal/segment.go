@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 const (
@@ -27,6 +28,7 @@ type segment struct {
 	// Guarded by Journal.mu.
 	size    int64 // bytes written, header included
 	records int
+	current time.Time // when appends started going here
 
 	// broken says the next Append must move to a fresh segment first: a
 	// failed write could not be cut back off, or an fsync failed (after

@@ -60,8 +60,27 @@ func (j *Journal) runSyncer(every time.Duration) {
 		case <-j.kick:
 		case <-tick:
 		}
+		// Segments Rotate moved away from come first: WaitDurable callers
+		// on them are waiting too.
+		if err := j.sealRotated(); err != nil {
+			j.log.Error("journal: sealing a rotated segment failed", slog.Any("error", err))
+		}
+		if j.mode == FsyncEverySec && !j.currentOlderThan(every) {
+			// A segment younger than a second will be fsynced by Seal
+			// when it rotates, with no appends racing the fsync for its
+			// tail page (a write to a page under writeback waits).
+			continue
+		}
 		j.syncCurrent()
 	}
+}
+
+// currentOlderThan reports whether the current segment has received
+// appends for longer than d.
+func (j *Journal) currentOlderThan(d time.Duration) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return time.Since(j.cur.current) >= d
 }
 
 // syncCurrent fsyncs the current segment if it grew since its last fsync.

@@ -38,9 +38,12 @@ func (b *Buffer) Run(ctx context.Context, drain time.Duration) error {
 // rounds.
 func (b *Buffer) flushAll(ctx context.Context) error {
 	for attempt := 0; ; {
-		if len(b.rounds) == 0 && !b.swap() {
-			b.markIdle()
-			return nil
+		if len(b.rounds) == 0 {
+			if !b.swap() {
+				b.markIdle()
+				return nil
+			}
+			b.seal()
 		}
 		err := b.commitOldest(ctx)
 		if err == nil {
@@ -101,6 +104,17 @@ func (b *Buffer) swap() bool {
 	b.rounds = append(b.rounds, r)
 	b.queued.Store(int64(len(b.rounds)))
 	return true
+}
+
+// seal finishes a rotation outside appendMu, so appends never wait on the
+// old segment's fsync.
+func (b *Buffer) seal() {
+	if b.jr == nil {
+		return
+	}
+	if err := b.jr.Seal(); err != nil {
+		b.opts.Logger.Error("seal journal segment", "err", err)
+	}
 }
 
 // mustAcquire takes the gate exclusively; it cannot fail without a

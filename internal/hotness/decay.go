@@ -1,0 +1,53 @@
+package hotness
+
+import "math"
+
+// stepsPerHalfLife is how many decay steps make a half-life. Between steps
+// counts only grow and the rate conversion accounts for the time since the
+// last step, so more steps buy smoothness on changing rates, not accuracy on
+// steady ones; each step costs one pass over the sketch.
+const stepsPerHalfLife = 16
+
+// tick applies the decay steps due by now. Observe passes wait=false: if
+// another goroutine holds the lock (most likely decaying already), it goes
+// on without waiting and the steps are left to it or to a later call.
+func (c *Classifier) tick(now int64, wait bool) {
+	if now < c.next.Load() {
+		return
+	}
+	if wait {
+		c.mu.Lock()
+	} else if !c.mu.TryLock() {
+		return
+	}
+	c.stepLocked(now)
+	c.mu.Unlock()
+}
+
+// stepLocked decays the sketch and the hot table by every step that has
+// begun by now, and drops keys that have cooled.
+func (c *Classifier) stepLocked(now int64) {
+	ep := now / c.step
+	if ep <= c.epoch {
+		return
+	}
+	mul := decayMul(float64(ep-c.epoch) * float64(c.step) / float64(c.opts.HalfLife))
+	c.sk.decay(mul)
+	for _, e := range c.entries {
+		decayCell(&e.count, mul)
+	}
+	c.epoch = ep
+	c.epochStart.Store(ep * c.step)
+	c.next.Store((ep + 1) * c.step)
+	c.pruneLocked(now)
+}
+
+// decayMul is the multiplier, as a fraction of 2^64, that decays a count by
+// the given number of half-lives.
+func decayMul(halfLives float64) uint64 {
+	f := math.Exp2(-halfLives)
+	if f < 0x1p-64 {
+		return 0
+	}
+	return uint64(math.Ldexp(f, 64))
+}

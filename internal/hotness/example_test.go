@@ -1,0 +1,29 @@
+package hotness_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/counterd/counterd/internal/hotness"
+)
+
+// A connection handler asks for the sampling factor of every increment and
+// writes +n with probability 1/n: a hot key costs about Target writes a
+// second whatever its rate, and its expected total stays exact.
+func Example() {
+	clk := newFakeClock()
+	c := hotness.New(hotness.Options{Now: clk.Now}) // production: Options{} and defer c.Close()
+	key := []byte("post:42")
+	written := 0
+	for range 30000 { // 10,000 increments/s for 3s
+		clk.Advance(100 * time.Microsecond)
+		if n := c.Observe(key); n == 1 || rand.IntN(n) == 0 {
+			written++ // record +n
+		}
+	}
+	hot := c.Hot()
+	fmt.Printf("%s: %.0f/s, N=%d, under 10%% written: %v\n",
+		hot[0].Key, hot[0].Rate, hot[0].N, written < 3000)
+	// Output: post:42: 8751/s, N=88, under 10% written: true
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package hotness_test
+
+const raceEnabled = true
