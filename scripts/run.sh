@@ -14,6 +14,7 @@ if [[ -z ${DATABASE_URL:-} ]]; then
 fi
 export DATABASE_URL
 export COUNTERD_SOCKET=${COUNTERD_SOCKET:-/tmp/counterd.sock}
+export COUNTERD_JOURNAL_DIR=${COUNTERD_JOURNAL_DIR:-$PWD/.journal}
 # Fold often, so the demo shows slot rows moving into counters.
 export ROLLUP_SCHEDULE=${ROLLUP_SCHEDULE:-@every 10s}
 

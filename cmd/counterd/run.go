@@ -132,7 +132,14 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		return err
 	}
 	if cfg.MetricsAddr != "" {
-		addr, _, err := admin.Serve(ctx, cfg.MetricsAddr, admin.Handler([]*metrics.Set{set}, pool.Ping))
+		ready := func(ctx context.Context) error {
+			if err := pool.Ping(ctx); err != nil {
+				return fmt.Errorf("database unreachable (%w); pending: %d rounds, %d keys, %d journal bytes",
+					err, buf.QueuedRounds(), buf.PendingKeys(), journalBytes(jr))
+			}
+			return nil
+		}
+		addr, _, err := admin.Serve(ctx, cfg.MetricsAddr, admin.Handler([]*metrics.Set{set}, ready))
 		if err != nil {
 			ln.Close()
 			return err
@@ -180,4 +187,11 @@ func dropCommitted(ctx context.Context, store *slots.Store, jr *journal.Journal,
 		log.Info("journal segment already committed; removed", "segment", s.Seq)
 	}
 	return keep, nil
+}
+
+func journalBytes(jr *journal.Journal) int64 {
+	if jr == nil {
+		return 0
+	}
+	return jr.Bytes()
 }
