@@ -18,8 +18,10 @@ run: build ## start a throwaway PostgreSQL (unless DATABASE_URL is set), counter
 test: ## go test -race ./... against a throwaway PostgreSQL (or TEST_DATABASE_URL)
 	@scripts/test.sh
 
-bench: build ## Go benchmarks of the hot paths
-	@scripts/test.sh -run '^$$' -bench . -benchmem
+BENCH ?= .
+COUNT ?= 1
+bench: build ## Go benchmarks (BENCH=regexp, COUNT=n)
+	@scripts/test.sh -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT)
 
 fuzz: ## fuzz the protocol reader for 30s
 	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime 30s ./internal/resp
