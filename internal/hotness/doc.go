@@ -28,7 +28,7 @@
 // the mutex with TryLock (the others carry on, never waiting) and passes
 // over the sketch, subtracting from each counter with an atomic add, so
 // that increments racing with the pass are kept. A pass over the default
-// sketch takes about 0.1 ms, once per 62.5 ms; that Observe pays for it. If
+// sketch takes 0.1-0.15 ms, once per 62.5 ms; that Observe pays for it. If
 // the goroutine doing a pass is descheduled, increments arriving meanwhile
 // are decayed as if they had arrived before it, undercounting them by about
 // 2^(-delay/HalfLife): nothing for a delay of milliseconds.
@@ -43,9 +43,10 @@
 // probability 1-e^-Depth: at defaults 1.7e-4 x total, 166/s at a million
 // increments/s against a HotRate of 1000/s. Conservative update does better
 // than the bound: with a million distinct keys the overestimate measures
-// about total/(2.5*Width), 24/s at 1M/s and 242/s at 10M/s (it would be
-// 61/s and 610/s without). A hot key is counted in its entry, not the
-// sketch, so a few viral keys do not raise the floor for all others.
+// about total/(2.5*Width), 24/s at 1M/s and 242/s at 10M/s, where plain
+// count-min would average total/Width, 61/s and 610/s. A hot key is counted
+// in its entry, not the sketch, so a few viral keys do not raise the floor
+// for all others.
 //
 // # Hot table
 //
@@ -78,11 +79,21 @@
 // # Performance
 //
 // go test -run '^$' -bench . -benchmem ./internal/hotness on a 2-vCPU Xeon
-// (Cascade Lake, 2.5 GHz) KVM guest:
+// (Cascade Lake, 2.5 GHz) KVM guest shared with other work; ns/op from
+// RunParallel is wall time per call over both CPUs:
 //
-//	BenchmarkObserveCold-2   TODO
-//	BenchmarkObserveHot-2    TODO
+//	BenchmarkObserveCold-2   97-105 ns/op  0 allocs/op  (1M distinct keys)
+//	BenchmarkObserveHot-2    65-71 ns/op   0 allocs/op  (one key, contended)
+//	BenchmarkDecayStep-2     105-160 µs/op              (per HalfLife/16)
+//	BenchmarkHot-2           ~230 µs/op    1 alloc/op   (1024 hot keys)
 //
-// Bytes reports TODO with defaults: the sketch, MaxHot entries of 64 bytes
-// plus a pointer, and the largest index, plus the names of hot keys.
+// That is about 10M cold or 14M hot calls per second, best of runs on a
+// quiet machine; with neighbours busy (steal time up to 50%) the same runs
+// read 115-180 ns/op cold. A cold call is mostly the sketch's cache misses
+// and one or two locked adds; a hot one is the contended add on the key's
+// counter (34 ns on one CPU).
+//
+// Bytes reports 614,832 with defaults: the 512 KiB sketch, MaxHot entries
+// of 64 bytes plus a pointer, and the largest index (16 KiB); the names of
+// hot keys come on top.
 package hotness
