@@ -78,6 +78,8 @@ func startDaemon(t testing.TB, db *pgtest.DB, extra ...string) *daemon {
 		"COUNTERD_JOURNAL_DIR=" + d.journal,
 		"COUNTERD_METRICS_ADDR=127.0.0.1:0",
 		"COUNTERD_LOG_LEVEL=debug",
+		// Tests count exactly unless they ask for sampling.
+		"COUNTERD_HOT_STRATEGY=exact",
 	}, extra...)
 	d.start()
 	t.Cleanup(d.kill)

@@ -282,7 +282,7 @@ func TestCorruptJournalTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const header, record = 16, 8 + 1 + 1 + 4 + 1 // "flip", delta 1
+	const header, record = 16, 8 + 1 + 1 + 4 + 1 + 1 // "flip", delta 1, variance 0
 	if len(b) != header+10*record {
 		t.Fatalf("segment is %d bytes; want %d (has the record format changed?)", len(b), header+10*record)
 	}

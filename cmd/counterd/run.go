@@ -14,6 +14,7 @@ import (
 	"github.com/counterd/counterd/internal/admin"
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/database"
+	"github.com/counterd/counterd/internal/hotness"
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/logging"
 	"github.com/counterd/counterd/internal/migrate"
@@ -125,7 +126,16 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		Logger:         log,
 		Metrics:        set,
 	})
-	srv := server.New(buf, server.Options{Timeout: cfg.FlushTimeout, AckCommit: cfg.Ack == "commit", Logger: log, Metrics: set})
+	hot := hotness.New(hotness.Options{HotRate: cfg.HotRate, Target: cfg.HotTarget, MaxN: cfg.HotMaxN})
+	defer hot.Close()
+	srv := server.New(buf, server.Options{
+		Timeout:   cfg.FlushTimeout,
+		AckCommit: cfg.Ack == "commit",
+		Hot:       hot,
+		Sample:    cfg.HotStrategy == "sample",
+		Logger:    log,
+		Metrics:   set,
+	})
 
 	ln, err := server.Listen(cfg.Socket, cfg.SocketMode.FileMode())
 	if err != nil {

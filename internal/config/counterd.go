@@ -31,6 +31,14 @@ type Counterd struct {
 	FlushTimeout   time.Duration `env:"COUNTERD_FLUSH_TIMEOUT" envDefault:"10s" help:"how long FLUSH and GET wait for PostgreSQL before replying -ERR"`
 	MaxPendingKeys int           `env:"COUNTERD_MAX_PENDING_KEYS" envDefault:"1000000" help:"refuse new keys (-ERR, back off) past this many unflushed keys"`
 
+	// A post liked 1000 times a second is far beyond what coalescing
+	// needs help with on one daemon, but it is where one key's slot rows
+	// start to carry real write load across a fleet.
+	HotRate     float64 `env:"COUNTERD_HOT_RATE" envDefault:"1000" help:"a key is hot above this many increments per second"`
+	HotStrategy string  `env:"COUNTERD_HOT_STRATEGY" envDefault:"sample" help:"sample (record hot keys' increments with probability 1/N as +N) or exact"`
+	HotTarget   float64 `env:"COUNTERD_HOT_TARGET" envDefault:"100" help:"while hot, aim for this many recorded increments per second per key"`
+	HotMaxN     int     `env:"COUNTERD_HOT_MAX_N" envDefault:"1000" help:"largest sampling factor N"`
+
 	Slots      int `env:"COUNTERD_SLOTS" envDefault:"16" help:"slot rows one key may spread over"`
 	DBMaxConns int `env:"COUNTERD_DB_MAX_CONNS" envDefault:"8" help:"PostgreSQL connections in the pool"`
 
@@ -60,6 +68,14 @@ func (c *Counterd) Validate() error {
 		return &Error{"COUNTERD_FLUSH_TIMEOUT", "must be positive"}
 	case c.MaxPendingKeys < 1:
 		return &Error{"COUNTERD_MAX_PENDING_KEYS", "must be at least 1"}
+	case c.HotStrategy != "sample" && c.HotStrategy != "exact":
+		return &Error{"COUNTERD_HOT_STRATEGY", fmt.Sprintf("%q is not sample or exact", c.HotStrategy)}
+	case c.HotRate <= 0:
+		return &Error{"COUNTERD_HOT_RATE", "must be positive"}
+	case c.HotTarget <= 0:
+		return &Error{"COUNTERD_HOT_TARGET", "must be positive"}
+	case c.HotMaxN < 1:
+		return &Error{"COUNTERD_HOT_MAX_N", "must be at least 1"}
 	case c.Slots < 1 || c.Slots > 32767:
 		return &Error{"COUNTERD_SLOTS", "must be 1..32767"}
 	case c.DBMaxConns < 1:

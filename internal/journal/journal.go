@@ -40,6 +40,9 @@ type Options struct {
 type Item struct {
 	Key   []byte
 	Delta int64
+	// Var is the variance this item adds to its key's estimate: 0 for an
+	// exact increment, N(N-1)d² for one sampled at 1/N and recorded as N·d.
+	Var float64
 }
 
 // Position identifies the end of an appended record, for WaitDurable.

@@ -166,8 +166,8 @@ func TestClosedJournalRefusesWork(t *testing.T) {
 
 func TestErrFull(t *testing.T) {
 	t.Parallel()
-	// Each record of "k", 1 is 8 bytes of framing and 4 of payload.
-	const header, record = 16, 12
+	// Each record of "k", 1 is 8 bytes of framing and 5 of payload.
+	const header, record = 16, 13
 	dir := t.TempDir()
 	set := metrics.NewSet()
 	j, _ := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo, MaxBytes: header + 3*record, Metrics: set})
@@ -288,7 +288,7 @@ func TestBytesGauge(t *testing.T) {
 	appendT(t, j, "k", 1)
 	var b strings.Builder
 	set.WritePrometheus(&b)
-	if want := "counterd_journal_bytes 28\n"; !strings.Contains(b.String(), want) {
+	if want := "counterd_journal_bytes 29\n"; !strings.Contains(b.String(), want) {
 		t.Errorf("metrics: got\n%s\nwant a line %q", b.String(), want)
 	}
 	if got := counter(set, "counterd_journal_appends_total"); got != 1 {
@@ -311,5 +311,29 @@ func TestOptionsAreChecked(t *testing.T) {
 			j.Close()
 			t.Errorf("%s: got nil error; want one", tt.name)
 		}
+	}
+}
+
+// Sampled items carry their variance through the journal.
+func TestVarianceRoundTrip(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	j, _ := openT(t, journal.Options{Dir: dir})
+	if _, err := j.Append([]journal.Item{{Key: []byte("hot"), Delta: 10, Var: 90}, {Key: []byte("cold"), Delta: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Append([]journal.Item{{Key: []byte("hot"), Delta: 10, Var: 90}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, segs := openT(t, journal.Options{Dir: dir})
+	if len(segs) != 1 {
+		t.Fatalf("segments: got %d; want 1", len(segs))
+	}
+	s := segs[0]
+	if s.Deltas["hot"] != 20 || s.Vars["hot"] != 180 || s.Vars["cold"] != 0 || s.Deltas["cold"] != 1 {
+		t.Fatalf("got deltas %v vars %v; want hot 20 (var 180), cold 1 (var 0)", s.Deltas, s.Vars)
 	}
 }

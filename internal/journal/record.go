@@ -30,6 +30,7 @@ func appendRecord(buf []byte, items []Item) ([]byte, error) {
 		buf = binary.AppendUvarint(buf, uint64(len(it.Key)))
 		buf = append(buf, it.Key...)
 		buf = binary.AppendVarint(buf, it.Delta)
+		buf = binary.AppendUvarint(buf, math.Float64bits(it.Var)) // 1 byte when exact
 	}
 	payload := buf[start+recordHeaderSize:]
 	if len(payload) > maxPayload {
@@ -43,16 +44,16 @@ func appendRecord(buf []byte, items []Item) ([]byte, error) {
 // decodePayload calls fn for each item in payload, after checking that the
 // whole payload decodes exactly, so fn never sees part of a bad record.
 // key is only valid during the call.
-func decodePayload(payload []byte, fn func(key []byte, delta int64) error) error {
+func decodePayload(payload []byte, fn func(key []byte, delta int64, variance float64) error) error {
 	if err := walkPayload(payload, nil); err != nil {
 		return err
 	}
 	return walkPayload(payload, fn)
 }
 
-func walkPayload(p []byte, fn func(key []byte, delta int64) error) error {
+func walkPayload(p []byte, fn func(key []byte, delta int64, variance float64) error) error {
 	count, n := binary.Uvarint(p)
-	// Every item takes at least two bytes, and Append never writes zero.
+	// Every item takes at least three bytes, and Append never writes zero.
 	if n <= 0 || count == 0 || count > uint64(len(p)) {
 		return errBadPayload
 	}
@@ -69,8 +70,14 @@ func walkPayload(p []byte, fn func(key []byte, delta int64) error) error {
 			return errBadPayload
 		}
 		p = p[n:]
+		vbits, n := binary.Uvarint(p)
+		variance := math.Float64frombits(vbits)
+		if n <= 0 || variance < 0 || math.IsNaN(variance) || math.IsInf(variance, 0) {
+			return errBadPayload
+		}
+		p = p[n:]
 		if fn != nil {
-			if err := fn(key, delta); err != nil {
+			if err := fn(key, delta, variance); err != nil {
 				return err
 			}
 		}

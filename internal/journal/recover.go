@@ -20,6 +20,8 @@ type Segment struct {
 	// Deltas holds the items of every good record, summed per key; a key
 	// whose deltas cancel out is present with 0.
 	Deltas map[string]int64
+	// Vars holds the summed variance of keys with sampled items.
+	Vars map[string]float64
 	// Records counts the good records.
 	Records int
 	// Bytes is the file size after any truncation, header included.
@@ -65,7 +67,7 @@ func cmpSeq(a, b uint64) int {
 
 // recoverSegment validates one segment file and cuts off a damaged tail.
 func recoverSegment(path string, seq uint64, log *slog.Logger) (Segment, error) {
-	seg := Segment{Seq: seq, Deltas: make(map[string]int64)}
+	seg := Segment{Seq: seq, Deltas: make(map[string]int64), Vars: make(map[string]float64)}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return seg, fmt.Errorf("recover segment: %w", err)
@@ -97,7 +99,7 @@ func recoverSegment(path string, seq uint64, log *slog.Logger) (Segment, error) 
 		return seg, fmt.Errorf("recover segment %s: %w", path, err)
 	}
 	sc := scanner{r: br, off: segmentHeaderSize, size: size}
-	records, reason, err := sc.scan(seg.Deltas)
+	records, reason, err := sc.scan(seg.Deltas, seg.Vars)
 	if err != nil {
 		return seg, fmt.Errorf("recover segment %s at offset %d: %w", path, sc.off, err)
 	}
@@ -139,14 +141,17 @@ type scanner struct {
 // scan sums every good record into deltas and stops at the end of the file
 // or at the first damaged record, returning why it stopped early. An error
 // is a real failure (I/O, or a sum overflowing int64), not damage.
-func (s *scanner) scan(deltas map[string]int64) (records int, damage string, err error) {
+func (s *scanner) scan(deltas map[string]int64, vars map[string]float64) (records int, damage string, err error) {
 	var hdr [recordHeaderSize]byte
-	add := func(key []byte, delta int64) error {
+	add := func(key []byte, delta int64, variance float64) error {
 		sum, ok := checkedAdd(deltas[string(key)], delta)
 		if !ok {
 			return fmt.Errorf("sum for key %q overflows int64", key)
 		}
 		deltas[string(key)] = sum
+		if variance != 0 {
+			vars[string(key)] += variance
+		}
 		return nil
 	}
 	for {

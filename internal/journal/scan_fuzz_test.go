@@ -30,7 +30,7 @@ func FuzzScan(f *testing.F) {
 		scan := func(b []byte) (int64, int, string, map[string]int64, error) {
 			deltas := make(map[string]int64)
 			s := scanner{r: bytes.NewReader(b), size: int64(len(b))}
-			n, damage, err := s.scan(deltas)
+			n, damage, err := s.scan(deltas, map[string]float64{})
 			return s.off, n, damage, deltas, err
 		}
 		// Frame body as one record with a good checksum, so the payload
@@ -38,7 +38,7 @@ func FuzzScan(f *testing.F) {
 		framed := binary.LittleEndian.AppendUint32(nil, uint32(len(body)))
 		framed = binary.LittleEndian.AppendUint32(framed, crc32.Checksum(body, castagnoli))
 		framed = append(framed, body...)
-		decodeErr := decodePayload(body, func([]byte, int64) error { return nil })
+		decodeErr := decodePayload(body, func([]byte, int64, float64) error { return nil })
 		if off, n, _, _, err := scan(framed); err == nil && (n == 1) != (decodeErr == nil) {
 			t.Fatalf("framed payload: got %d records, stopping at %d; decodePayload says %v", n, off, decodeErr)
 		}
@@ -68,7 +68,7 @@ func TestAppendRecordRoundTrips(t *testing.T) {
 	rec = rec[len("prefix"):]
 	deltas := make(map[string]int64)
 	s := scanner{r: bytes.NewReader(rec), size: int64(len(rec))}
-	n, damage, err := s.scan(deltas)
+	n, damage, err := s.scan(deltas, map[string]float64{})
 	if err != nil || n != 1 || damage != "" || s.off != int64(len(rec)) {
 		t.Fatalf("scan: got %d records, damage %q, off %d, %v; want 1, none, %d, nil", n, damage, s.off, err, len(rec))
 	}

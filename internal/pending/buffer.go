@@ -29,7 +29,7 @@ var ErrOverflow = errors.New("increment or decrement would overflow")
 type Store interface {
 	Apply(ctx context.Context, batch []slots.Delta) (slots.ApplyResult, error)
 	ApplyOnce(ctx context.Context, id slots.BatchID, batch []slots.Delta) (slots.ApplyResult, error)
-	Totals(ctx context.Context, keys []string) ([]int64, error)
+	Estimates(ctx context.Context, keys []string) ([]slots.Estimate, error)
 }
 
 // Options configure a Buffer.
@@ -104,7 +104,10 @@ type shard struct {
 	_ [40]byte // keep neighbouring shard locks off one cache line
 }
 
-type cell struct{ n int64 }
+type cell struct {
+	n int64
+	v float64 // variance of the sampled increments in n
+}
 
 // round is one batch on its way to the store.
 type round struct {
@@ -155,7 +158,7 @@ func New(store Store, opts Options) *Buffer {
 		}
 		r := &round{seq: seg.Seq, shards: b.newMaps()}
 		for k, d := range seg.Deltas {
-			r.shards[b.shardOf([]byte(k))][k] = &cell{n: d}
+			r.shards[b.shardOf([]byte(k))][k] = &cell{n: d, v: seg.Vars[k]}
 		}
 		b.rounds = append(b.rounds, r)
 		b.m.replayedRounds.Inc()
@@ -216,7 +219,11 @@ func (b *Buffer) AddGroup(items []journal.Item, errs []error) (Ticket, error) {
 	acc := b.scratch[:0]
 	isNew := b.isNew[:0]
 	for i, it := range items {
-		fresh, err := b.add(it.Key, it.Delta)
+		if it.Delta == 0 && it.Var == 0 {
+			errs[i] = nil // sampled out, or INCRBY 0: nothing to record
+			continue
+		}
+		fresh, err := b.add(it.Key, it.Delta, it.Var)
 		errs[i] = err
 		if err == nil {
 			acc = append(acc, it)
@@ -229,7 +236,7 @@ func (b *Buffer) AddGroup(items []journal.Item, errs []error) (Ticket, error) {
 		pos, err := b.jr.Append(acc)
 		if err != nil {
 			for i, it := range acc {
-				b.undo(it.Key, it.Delta, isNew[i])
+				b.undo(it, isNew[i])
 			}
 			b.m.rejected.Add(len(acc))
 			return t, err
@@ -243,7 +250,7 @@ func (b *Buffer) AddGroup(items []journal.Item, errs []error) (Ticket, error) {
 
 // add folds delta into key's pending delta and reports whether the key was
 // new. The caller holds appendMu.
-func (b *Buffer) add(key []byte, delta int64) (bool, error) {
+func (b *Buffer) add(key []byte, delta int64, variance float64) (bool, error) {
 	s := &b.shards[b.shardOf(key)]
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -270,19 +277,21 @@ func (b *Buffer) add(key []byte, delta int64) (bool, error) {
 		return false, ErrOverflow
 	}
 	c.n = sum
+	c.v += variance
 	return fresh, nil
 }
 
 // undo reverses an add whose journal append failed. The caller holds
 // appendMu, so no swap has moved the key since.
-func (b *Buffer) undo(key []byte, delta int64, isNew bool) {
-	s := &b.shards[b.shardOf(key)]
+func (b *Buffer) undo(it journal.Item, isNew bool) {
+	s := &b.shards[b.shardOf(it.Key)]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.m[string(key)]
-	c.n -= delta
+	c := s.m[string(it.Key)]
+	c.n -= it.Delta
+	c.v -= it.Var
 	if isNew {
-		delete(s.m, string(key))
+		delete(s.m, string(it.Key))
 		b.keys.Add(-1)
 	}
 }
@@ -304,46 +313,65 @@ func (b *Buffer) QueuedRounds() int { return int(b.queued.Load()) }
 // Get returns each key's exact total: the store's total plus what this
 // buffer holds, accumulating and queued.
 func (b *Buffer) Get(ctx context.Context, keys []string) ([]int64, error) {
-	if err := b.gate.Acquire(ctx, 1); err != nil {
-		return nil, fmt.Errorf("wait for the round being committed: %w", err)
-	}
-	defer b.gate.Release(1)
-	totals, err := b.store.Totals(ctx, keys)
+	est, err := b.Estimates(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
-	for i, k := range keys {
-		local, err := b.local(k)
-		if err == nil {
-			totals[i], err = addChecked(totals[i], local)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("total of %q: %w", k, err)
-		}
+	totals := make([]int64, len(est))
+	for i, e := range est {
+		totals[i] = e.Total
 	}
 	return totals, nil
 }
 
-// local is key's pending delta in the shards and every queued round. The
-// caller holds the gate.
-func (b *Buffer) local(key string) (int64, error) {
+// Estimates returns each key's total, as Get does, with the variance of
+// its sampled increments.
+func (b *Buffer) Estimates(ctx context.Context, keys []string) ([]slots.Estimate, error) {
+	if err := b.gate.Acquire(ctx, 1); err != nil {
+		return nil, fmt.Errorf("wait for the round being committed: %w", err)
+	}
+	defer b.gate.Release(1)
+	est, err := b.store.Estimates(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range keys {
+		n, v, err := b.local(k)
+		if err == nil {
+			est[i].Total, err = addChecked(est[i].Total, n)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("total of %q: %w", k, err)
+		}
+		est[i].Var += v
+	}
+	return est, nil
+}
+
+// local is key's pending delta and variance in the shards and every queued
+// round. The caller holds the gate.
+func (b *Buffer) local(key string) (int64, float64, error) {
 	i := b.shardOf([]byte(key))
 	s := &b.shards[i]
-	var sum int64
+	var (
+		sum int64
+		v   float64
+	)
 	s.mu.Lock()
 	if c := s.m[key]; c != nil {
-		sum = c.n
+		sum, v = c.n, c.v
 	}
 	s.mu.Unlock()
 	for _, r := range b.rounds {
 		if c := r.shards[i][key]; c != nil {
 			var err error
 			if sum, err = addChecked(sum, c.n); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
+			v += c.v
 		}
 	}
-	return sum, nil
+	return sum, v, nil
 }
 
 func addChecked(a, b int64) (int64, error) {

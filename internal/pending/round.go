@@ -216,8 +216,8 @@ func (r *round) batch() []slots.Delta {
 	batch := make([]slots.Delta, 0, n)
 	for _, m := range r.shards {
 		for k, c := range m {
-			if c.n != 0 {
-				batch = append(batch, slots.Delta{Key: k, N: c.n})
+			if c.n != 0 || c.v != 0 {
+				batch = append(batch, slots.Delta{Key: k, N: c.n, Var: c.v})
 			}
 		}
 	}

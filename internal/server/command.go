@@ -5,7 +5,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"strconv"
 
+	"github.com/counterd/counterd/internal/hotness"
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/resp"
 )
@@ -54,8 +57,29 @@ func (c *session) incr(args [][]byte) bool {
 	if checkKey(args[1]) != nil {
 		return false
 	}
-	c.group = append(c.group, journal.Item{Key: args[1], Delta: d})
+	c.group = append(c.group, c.s.sample(args[1], d))
 	return true
+}
+
+// sample observes one increment event of weight d and, when its key is hot
+// and sampling is on, applies the probabilistic increment: INCRBY k d is
+// one event of weight d, recorded as N·d with probability 1/N.
+func (s *Server) sample(key []byte, d int64) journal.Item {
+	it := journal.Item{Key: key, Delta: d}
+	if s.opts.Hot == nil {
+		return it
+	}
+	n := s.opts.Hot.Observe(key)
+	if n <= 1 || !s.opts.Sample {
+		return it
+	}
+	it.Delta, it.Var = hotness.Sample(d, n, rand.Uint64())
+	if it.Delta == 0 {
+		s.m.sampledOut.Inc()
+	} else {
+		s.m.sampledRecorded.Inc()
+	}
+	return it
 }
 
 // exec runs a command that is not a well-formed increment and appends its
@@ -92,6 +116,16 @@ func (s *Server) exec(ctx context.Context, out []byte, args [][]byte) ([]byte, e
 			return wrongArity(out, name), nil
 		}
 		return s.get(ctx, out, args[1:], true), nil
+	case is(name, "COUNT"):
+		if len(args) != 2 {
+			return wrongArity(out, name), nil
+		}
+		return s.count(ctx, out, args[1]), nil
+	case is(name, "HOT"):
+		if len(args) != 1 {
+			return wrongArity(out, name), nil
+		}
+		return s.hot(out), nil
 	case is(name, "FLUSH"):
 		if len(args) != 1 {
 			return wrongArity(out, name), nil
@@ -161,6 +195,52 @@ func (s *Server) get(ctx context.Context, out []byte, keys [][]byte, array bool)
 	}
 	for _, n := range totals {
 		out = resp.AppendBulkInt(out, n)
+	}
+	return out
+}
+
+// count answers COUNT key: [total, "exact" or "estimated", error95], where
+// the true count lies within total ± error95 with about 95% probability.
+func (s *Server) count(ctx context.Context, out, key []byte) []byte {
+	if err := checkKey(key); err != nil {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, err.Error())
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	est, err := s.buf.Estimates(ctx, []string{string(key)})
+	if err != nil {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, fmt.Sprintf("ERR read totals: %v", err))
+	}
+	e := est[0]
+	out = resp.AppendArrayHeader(out, 3)
+	out = resp.AppendInt(out, e.Total)
+	if e.Var == 0 {
+		out = resp.AppendBulkString(out, "exact")
+	} else {
+		out = resp.AppendBulkString(out, "estimated")
+	}
+	return resp.AppendInt(out, hotness.Error95(e.Var))
+}
+
+// hot answers HOT: the hot keys, hottest first, each as [key, rate per
+// second, N].
+func (s *Server) hot(out []byte) []byte {
+	if s.opts.Hot == nil {
+		return resp.AppendArrayHeader(out, 0)
+	}
+	keys := s.opts.Hot.Hot()
+	out = resp.AppendArrayHeader(out, len(keys))
+	for _, k := range keys {
+		n := k.N
+		if !s.opts.Sample {
+			n = 1
+		}
+		out = resp.AppendArrayHeader(out, 3)
+		out = resp.AppendBulkString(out, k.Key)
+		out = resp.AppendBulkString(out, strconv.FormatFloat(k.Rate, 'f', 1, 64))
+		out = resp.AppendInt(out, int64(n))
 	}
 	return out
 }

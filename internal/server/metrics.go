@@ -3,16 +3,23 @@ package server
 import "github.com/VictoriaMetrics/metrics"
 
 type serverMetrics struct {
-	commands       *metrics.Counter
-	commandErrors  *metrics.Counter
-	protocolErrors *metrics.Counter
+	sampledOut      *metrics.Counter
+	sampledRecorded *metrics.Counter
+	commands        *metrics.Counter
+	commandErrors   *metrics.Counter
+	protocolErrors  *metrics.Counter
 }
 
 func newServerMetrics(set *metrics.Set, s *Server) serverMetrics {
 	set.NewGauge(`counterd_connections`, func() float64 { return float64(s.Conns()) })
+	if s.opts.Hot != nil {
+		set.NewGauge(`counterd_hot_keys`, func() float64 { return float64(s.opts.Hot.HotCount()) })
+	}
 	return serverMetrics{
-		commands:       set.NewCounter(`counterd_commands_total`),
-		commandErrors:  set.NewCounter(`counterd_command_errors_total`),
-		protocolErrors: set.NewCounter(`counterd_protocol_errors_total`),
+		sampledOut:      set.NewCounter(`counterd_sampled_out_total`),
+		sampledRecorded: set.NewCounter(`counterd_sampled_recorded_total`),
+		commands:        set.NewCounter(`counterd_commands_total`),
+		commandErrors:   set.NewCounter(`counterd_command_errors_total`),
+		protocolErrors:  set.NewCounter(`counterd_protocol_errors_total`),
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/counterd/counterd/internal/hotness"
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/resp"
 )
@@ -26,8 +27,13 @@ type Options struct {
 	// AckCommit delays each increment's reply until its round is
 	// committed in PostgreSQL.
 	AckCommit bool
-	Logger    *slog.Logger
-	Metrics   *metrics.Set
+	// Hot classifies keys; nil means no key is ever hot.
+	Hot *hotness.Classifier
+	// Sample records hot keys' increments probabilistically; otherwise
+	// Hot only feeds the HOT command.
+	Sample  bool
+	Logger  *slog.Logger
+	Metrics *metrics.Set
 }
 
 // Server serves connections on one listener.

@@ -63,14 +63,15 @@ WITH picked AS MATERIALIZED (
     DELETE FROM counter_slots cs
     USING picked p
     WHERE cs.key = p.key AND cs.slot = p.slot
-    RETURNING cs.key, cs.count
+    RETURNING cs.key, cs.count, cs.variance
 ), sums AS (
-    SELECT key, sum(count)::bigint AS n FROM moved GROUP BY key
+    SELECT key, sum(count)::bigint AS n, sum(variance) AS v FROM moved GROUP BY key
 ), folded AS (
-    INSERT INTO counters AS c (key, total, updated_at)
-    SELECT key, n, coalesce($2::timestamptz, now()) FROM sums ORDER BY key
+    INSERT INTO counters AS c (key, total, variance, updated_at)
+    SELECT key, n, v, coalesce($2::timestamptz, now()) FROM sums ORDER BY key
     ON CONFLICT (key) DO UPDATE
-    SET total = c.total + excluded.total, updated_at = excluded.updated_at
+    SET total = c.total + excluded.total, variance = c.variance + excluded.variance,
+        updated_at = excluded.updated_at
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM folded)`

@@ -24,6 +24,8 @@ const DefaultSlots = 16
 type Delta struct {
 	Key string
 	N   int64
+	// Var is the variance of the sampled increments in N (0 when exact).
+	Var float64
 }
 
 // Options configure a Store.
@@ -105,9 +107,10 @@ func (s *Store) apply(ctx context.Context, id *BatchID, batch []Delta) (ApplyRes
 	slices.SortFunc(batch, func(a, b Delta) int { return strings.Compare(a.Key, b.Key) })
 	keys := make([]string, len(batch))
 	deltas := make([]int64, len(batch))
+	vars := make([]float64, len(batch))
 	fallback := make([]int16, len(batch))
 	for i, d := range batch {
-		keys[i], deltas[i] = d.Key, d.N
+		keys[i], deltas[i], vars[i] = d.Key, d.N, d.Var
 		fallback[i] = int16(rand.IntN(s.slots))
 	}
 	var instance *string
@@ -116,16 +119,16 @@ func (s *Store) apply(ctx context.Context, id *BatchID, batch []Delta) (ApplyRes
 		instance, seq = &id.Instance, int64(id.Seq)
 	}
 	err := s.retry(ctx, &res.Attempts, func() error {
-		return s.pool.QueryRow(ctx, applyBatch, instance, seq, keys, deltas, fallback).
+		return s.pool.QueryRow(ctx, applyBatch, instance, seq, keys, deltas, vars, fallback).
 			Scan(&res.Picked, &res.Upserted, &res.Duplicate)
 	})
 	return res, err
 }
 
-// applyBatch calls the slotted write (sql/001_init.up.sql) behind the
-// identity check (sql/002_batch_identity.up.sql).
+// applyBatch calls the slotted write behind the identity check
+// (sql/003_variance.up.sql).
 const applyBatch = `SELECT picked, upserted, duplicate
-FROM counterd_apply($1::text, $2::bigint, $3::text[], $4::bigint[], $5::smallint[])`
+FROM counterd_apply($1::text, $2::bigint, $3::text[], $4::bigint[], $5::float8[], $6::smallint[])`
 
 // LastSeq returns the sequence number of the last batch instance
 // committed, or 0.
@@ -172,6 +175,48 @@ func (s *Store) Totals(ctx context.Context, keys []string) ([]int64, error) {
 	}
 	return out, nil
 }
+
+// Estimate is a key's total with the variance of its sampled part.
+type Estimate struct {
+	Total int64
+	Var   float64
+}
+
+// Estimates returns, per key, what counter_estimates says, in one
+// statement; a key never counted is exactly 0.
+func (s *Store) Estimates(ctx context.Context, keys []string) ([]Estimate, error) {
+	out := make([]Estimate, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, estimates, keys)
+	if err != nil {
+		return nil, fmt.Errorf("read estimates: %w", classify(err))
+	}
+	var (
+		ord int64
+		e   Estimate
+	)
+	_, err = pgx.ForEachRow(rows, []any{&ord, &e.Total, &e.Var}, func() error {
+		out[ord-1] = e
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read estimates: %w", classify(err))
+	}
+	return out, nil
+}
+
+const estimates = `
+SELECT k.ord, e.total, e.var
+FROM unnest($1::text[]) WITH ORDINALITY AS k(key, ord)
+CROSS JOIN LATERAL (
+    SELECT coalesce(sum(n), 0)::bigint AS total, coalesce(sum(v), 0) AS var FROM (
+        SELECT c.total AS n, c.variance AS v FROM counters c WHERE c.key = k.key
+        UNION ALL
+        SELECT cs.count, cs.variance FROM counter_slots cs WHERE cs.key = k.key
+    ) AS parts
+) AS e`
 
 // totals is counter_totals for a list of keys, written per key so each is
 // an index lookup rather than an aggregate over the whole view.

@@ -1,0 +1,81 @@
+DROP FUNCTION counterd_apply(text, bigint, text[], bigint[], double precision[], smallint[]);
+DROP FUNCTION counterd_add(text[], bigint[], double precision[], smallint[]);
+DROP VIEW counter_estimates;
+ALTER TABLE counter_slots DROP COLUMN variance;
+ALTER TABLE counters DROP COLUMN variance;
+
+-- counterd_add writes one batch of slotted increments. Keys must arrive
+-- sorted and unique: each key is handled in turn, so a transaction only
+-- ever waits for a row while holding rows of smaller keys, and writers
+-- cannot form a lock cycle. For each key it adds to the first slot row no
+-- other transaction holds (SKIP LOCKED never waits); when every slot row is
+-- held, or the key has none, it upserts into the caller's random slot.
+CREATE FUNCTION counterd_add(
+    p_keys   text[],
+    p_deltas bigint[],
+    p_slots  smallint[],
+    OUT picked   integer,
+    OUT upserted integer
+) LANGUAGE plpgsql AS $$
+DECLARE
+    i integer;
+    s smallint;
+BEGIN
+    picked := 0;
+    upserted := 0;
+    FOR i IN 1 .. coalesce(array_length(p_keys, 1), 0) LOOP
+        SELECT cs.slot INTO s
+        FROM counter_slots cs
+        WHERE cs.key = p_keys[i]
+        ORDER BY cs.slot
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED;
+        IF FOUND THEN
+            UPDATE counter_slots
+            SET count = count + p_deltas[i]
+            WHERE key = p_keys[i] AND slot = s;
+            picked := picked + 1;
+        ELSE
+            INSERT INTO counter_slots AS cs (key, slot, count)
+            VALUES (p_keys[i], p_slots[i], p_deltas[i])
+            ON CONFLICT (key, slot) DO UPDATE SET count = cs.count + excluded.count;
+            upserted := upserted + 1;
+        END IF;
+    END LOOP;
+END
+$$;
+
+-- counterd_apply writes one round exactly once: it advances the instance's
+-- last_seq and writes the slotted increments in the same transaction, or,
+-- when the round was already applied (a retry after a lost commit
+-- acknowledgement, or a journal replayed after a crash), writes nothing and
+-- says so. A null instance writes without identity.
+CREATE FUNCTION counterd_apply(
+    p_instance text,
+    p_seq      bigint,
+    p_keys     text[],
+    p_deltas   bigint[],
+    p_slots    smallint[],
+    OUT picked    integer,
+    OUT upserted  integer,
+    OUT duplicate boolean
+) LANGUAGE plpgsql AS $$
+BEGIN
+    duplicate := false;
+    picked := 0;
+    upserted := 0;
+    IF p_instance IS NOT NULL THEN
+        INSERT INTO counterd_instances AS ci (instance, last_seq, updated_at)
+        VALUES (p_instance, p_seq, now())
+        ON CONFLICT (instance) DO UPDATE
+        SET last_seq = excluded.last_seq, updated_at = excluded.updated_at
+        WHERE ci.last_seq < excluded.last_seq;
+        IF NOT FOUND THEN
+            duplicate := true;
+            RETURN;
+        END IF;
+    END IF;
+    SELECT a.picked, a.upserted INTO picked, upserted
+    FROM counterd_add(p_keys, p_deltas, p_slots) AS a;
+END
+$$;
