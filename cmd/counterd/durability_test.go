@@ -40,7 +40,7 @@ func totals(t *testing.T, url string) map[string]int64 {
 
 // flush sends FLUSH until it succeeds; a daemon whose database just came
 // back may need a few backoff periods (up to 3.2 s each) to drain.
-func flush(t *testing.T, socket string) {
+func flush(t testing.TB, socket string) {
 	t.Helper()
 	c := client(t, socket)
 	var err error

@@ -28,7 +28,7 @@ func hammer(t *testing.T, socket, key string, n int) int64 {
 }
 
 // count runs COUNT key and returns [total, exactness, error95].
-func count(t *testing.T, socket, key string) (int64, string, int64) {
+func count(t testing.TB, socket, key string) (int64, string, int64) {
 	t.Helper()
 	v, err := client(t, socket).Do(context.Background(), "COUNT", key).Slice()
 	if err != nil || len(v) != 3 {

@@ -218,12 +218,14 @@ func (j *Journal) Append(items []Item) (Position, error) {
 	if len(items) == 0 {
 		return Position{Seq: j.cur.seq, Offset: j.cur.size}, nil
 	}
+	before := j.total.Load()
 	pos, err := j.appendLocked(items)
 	if err != nil {
 		j.m.appendErrors.Inc()
 		return Position{}, err
 	}
 	j.m.appends.Inc()
+	j.m.appended.Add(int(j.total.Load() - before))
 	return pos, nil
 }
 

@@ -4,6 +4,7 @@ import "github.com/VictoriaMetrics/metrics"
 
 type journalMetrics struct {
 	appends      *metrics.Counter
+	appended     *metrics.Counter
 	appendErrors *metrics.Counter
 	fsyncs       *metrics.Counter
 	fsyncErrors  *metrics.Counter
@@ -17,6 +18,7 @@ func newJournalMetrics(set *metrics.Set, j *Journal) journalMetrics {
 	set.NewGauge(`counterd_journal_bytes`, func() float64 { return float64(j.Bytes()) })
 	return journalMetrics{
 		appends:      set.NewCounter(`counterd_journal_appends_total`),
+		appended:     set.NewCounter(`counterd_journal_appended_bytes_total`),
 		appendErrors: set.NewCounter(`counterd_journal_append_errors_total`),
 		fsyncs:       set.NewCounter(`counterd_journal_fsyncs_total`),
 		fsyncErrors:  set.NewCounter(`counterd_journal_fsync_errors_total`),

@@ -196,6 +196,9 @@ func (b *Buffer) shardOf(key []byte) int {
 type Ticket struct {
 	Pos journal.Position
 	Seq uint64
+	// Recorded counts the items that changed a pending delta; a group
+	// whose increments were all sampled out has nothing to wait for.
+	Recorded int
 }
 
 // Add accepts one increment (see AddGroup).
@@ -244,6 +247,7 @@ func (b *Buffer) AddGroup(items []journal.Item, errs []error) (Ticket, error) {
 		t.Pos = pos
 	}
 	t.Seq = b.accumulating()
+	t.Recorded = len(acc)
 	b.m.accepted.Add(len(acc))
 	return t, nil
 }

@@ -63,7 +63,7 @@ func (s *Server) confirm(ctx context.Context, t pending.Ticket) error {
 	if err := s.buf.WaitDurable(ctx, t); err != nil {
 		return fmt.Errorf("journal fsync: %w", err)
 	}
-	if s.opts.AckCommit {
+	if s.opts.AckCommit && t.Recorded > 0 {
 		if err := s.buf.WaitCommitted(ctx, t.Seq); err != nil {
 			return fmt.Errorf("%w within %s: %w", errNotCommitted, s.opts.Timeout, err)
 		}
