@@ -33,7 +33,11 @@ pids+=($!)
 bin/rollup &
 pids+=($!)
 
-for _ in $(seq 50); do [[ -S $COUNTERD_SOCKET ]] && break; sleep 0.1; done
+for _ in $(seq 100); do [[ -S $COUNTERD_SOCKET ]] && break; sleep 0.1; done
+if [[ ! -S $COUNTERD_SOCKET ]]; then
+	echo "counterd did not start; see its error above" >&2
+	exit 1
+fi
 cat <<MSG
 
 counterd is listening on $COUNTERD_SOCKET; rollup folds $ROLLUP_SCHEDULE.

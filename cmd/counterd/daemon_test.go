@@ -91,6 +91,8 @@ func (d *daemon) start() {
 	d.cmd = exec.Command(binary)
 	d.cmd.Env = d.env
 	d.cmd.Stdout = io.Discard
+	// If the test binary dies (a timeout panic), the daemon dies with it.
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	pr, pw := io.Pipe()
 	d.cmd.Stderr = pw
 	d.exited = make(chan struct{})
@@ -120,6 +122,7 @@ func (d *daemon) start() {
 	case <-d.exited:
 		d.t.Fatalf("counterd exited before it was ready: %v\n%s", d.err, d.log())
 	case <-time.After(30 * time.Second):
+		d.kill()
 		d.t.Fatalf("counterd not ready after 30s\n%s", d.log())
 	}
 }
