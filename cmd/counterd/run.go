@@ -101,25 +101,28 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		_, err := migrate.Up(ctx, pool, log)
 		return err
 	}
+	prepare := migrateUp
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	if err := database.Wait(wctx, pool, 2*time.Second); err != nil {
+	err = database.Wait(wctx, pool, 2*time.Second)
+	cancel()
+	if err != nil {
 		log.Warn("database unreachable at start; accepting increments into the journal until it answers", "err", err)
-	} else if err := migrateUp(ctx); err != nil {
-		cancel()
-		return err
-	} else if jr != nil {
-		recovered, err = dropCommitted(ctx, store, jr, recovered, log)
-		if err != nil {
-			cancel()
+	} else {
+		if err := migrateUp(ctx); err != nil {
 			return err
 		}
+		prepare = nil // done; the flusher need not migrate again
+		if jr != nil {
+			if recovered, err = dropCommitted(ctx, store, jr, recovered, log); err != nil {
+				return err
+			}
+		}
 	}
-	cancel()
 
 	buf := pending.New(store, pending.Options{
 		Journal:        jr,
 		Recovered:      recovered,
-		Prepare:        migrateUp,
+		Prepare:        prepare,
 		Interval:       cfg.FlushInterval,
 		MaxKeys:        cfg.FlushMaxKeys,
 		MaxPendingKeys: cfg.MaxPendingKeys,
