@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -16,27 +15,13 @@ import (
 	"time"
 
 	"github.com/counterd/counterd/internal/pgtest"
+	"github.com/counterd/counterd/internal/proctest"
 )
 
 // binary is counterd built once for every test in this package.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "counterd-bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "counterd")
-	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build counterd: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { proctest.Main(m, "counterd", &binary) }
 
 // daemon is one counterd process started by a test.
 type daemon struct {

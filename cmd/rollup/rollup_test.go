@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,26 +13,13 @@ import (
 	"time"
 
 	"github.com/counterd/counterd/internal/pgtest"
+	"github.com/counterd/counterd/internal/proctest"
 	"github.com/counterd/counterd/internal/slots"
 )
 
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "rollup-bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "rollup")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build rollup: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { proctest.Main(m, "rollup", &binary) }
 
 func sum(t *testing.T, db *pgtest.DB, table, col string) (n int64) {
 	t.Helper()

@@ -1,0 +1,32 @@
+// Package proctest builds a command under test once, so end-to-end tests
+// run the real binary as a separate process. Production code never
+// imports it.
+package proctest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// Main builds the package in the current directory as name, stores its
+// path in *binary, runs the tests and removes the build. Call it from
+// TestMain.
+func Main(m *testing.M, name string, binary *string) {
+	dir, err := os.MkdirTemp("", name+"-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*binary = filepath.Join(dir, name)
+	if out, err := exec.Command("go", "build", "-o", *binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build %s: %v\n%s", name, err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
