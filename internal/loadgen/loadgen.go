@@ -3,22 +3,33 @@
 //
 // It speaks raw RESP over its own buffers so that the client, not the
 // server, is never the bottleneck being measured; the same code drives
-// counterd and redis-server, so their numbers compare. Latency is the
-// round trip of one pipeline, as redis-benchmark reports it.
+// counterd and redis-server, so their numbers compare. Sending a command
+// allocates nothing: keys are written straight into the send buffer and
+// latencies go into a fixed-size histogram.
+//
+// Without a Rate every connection is a closed loop: it sends a pipeline,
+// waits for its replies and sends the next. With a Rate, each connection
+// sends a pipeline at fixed intervals (Rate/Clients commands per second
+// each) and latency is measured from the time the pipeline was scheduled
+// to go, not from when it went, so a server that falls behind shows its
+// queueing delay rather than hiding it (no coordinated omission). A
+// connection still has at most one pipeline in flight, so a server slower
+// than the offered rate is offered less: compare Result.Rate with the rate
+// asked for.
 package loadgen
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/counterd/counterd/internal/keyspace"
+	"github.com/counterd/counterd/internal/latency"
 )
 
 // Config describes one load.
@@ -33,12 +44,21 @@ type Config struct {
 	// when Requests is 0.
 	Requests int
 	Duration time.Duration
-	// Key returns the key of a client's i-th command (default: post:R for
-	// a random R below Keys).
+	// Rate, when positive, paces the load at this many commands per second
+	// in total, spread evenly over the clients.
+	Rate float64
+	// Source returns, for one client, a function drawing the index of each
+	// command's key; the key is keyspace.Name(index). It takes precedence
+	// over Key. The default draws uniformly below Keys.
+	Source func(rng *rand.Rand) func() uint64
+	// Key returns the key of a client's i-th command, for keys that are
+	// not keyspace names. A Key that builds a new string allocates.
 	Key  func(rng *rand.Rand, client, i int) string
 	Keys int
 	// Incr is the command's name (default INCR).
 	Incr string
+	// Seed varies the clients' random streams between runs (default 0).
+	Seed uint64
 }
 
 // Result is what a run measured.
@@ -46,7 +66,9 @@ type Result struct {
 	Ops     int64 // commands answered without error
 	Errors  int64 // error replies
 	Elapsed time.Duration
-	// P50 and P99 are pipeline round-trip latencies.
+	// P50 and P99 are pipeline latencies: the round trip of one pipeline,
+	// as redis-benchmark reports it, measured from its scheduled send time
+	// when the load is paced.
 	P50, P99 time.Duration
 }
 
@@ -67,9 +89,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Incr == "" {
 		cfg.Incr = "INCR"
 	}
-	if cfg.Key == nil {
-		keys := cfg.Keys
-		cfg.Key = func(rng *rand.Rand, _, _ int) string { return "post:" + strconv.Itoa(rng.IntN(keys)) }
+	if cfg.Source == nil && cfg.Key == nil {
+		keys := uint64(cfg.Keys)
+		cfg.Source = func(rng *rand.Rand) func() uint64 { return keyspace.Uniform.Source(rng, keys) }
 	}
 	if cfg.Requests <= 0 && cfg.Duration <= 0 {
 		return Result{}, errors.New("loadgen: set Requests or Duration")
@@ -80,17 +102,26 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		wg        sync.WaitGroup
 		mu        sync.Mutex
 		res       Result
-		lat       []time.Duration
+		hist      latency.Histogram
 		firstErr  error
 	)
 	remaining.Store(int64(cfg.Requests))
-	if cfg.Requests <= 0 {
-		deadline = time.Now().Add(cfg.Duration)
-	}
 	start := time.Now()
+	if cfg.Requests <= 0 {
+		deadline = start.Add(cfg.Duration)
+	}
+	var interval time.Duration
+	if cfg.Rate > 0 {
+		interval = time.Duration(float64(time.Second) * float64(cfg.Pipeline) * float64(cfg.Clients) / cfg.Rate)
+	}
 	for c := range cfg.Clients {
 		wg.Go(func() {
-			w := worker{cfg: cfg, id: c, rng: rand.New(rand.NewPCG(uint64(c), 42))}
+			w := newWorker(cfg, c)
+			if interval > 0 {
+				// Spread the clients' first sends over one interval.
+				w.interval = interval
+				w.due = start.Add(interval * time.Duration(c) / time.Duration(cfg.Clients))
+			}
 			err := w.run(ctx, &remaining, deadline)
 			mu.Lock()
 			defer mu.Unlock()
@@ -99,112 +130,40 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			}
 			res.Ops += w.ops
 			res.Errors += w.errs
-			lat = append(lat, w.lat...)
+			hist.Merge(w.lat)
 		})
 	}
 	wg.Wait()
 	res.Elapsed = time.Since(start)
-	if len(lat) > 0 {
-		slices.Sort(lat)
-		res.P50 = lat[len(lat)/2]
-		res.P99 = lat[len(lat)*99/100]
-	}
+	res.P50 = hist.Quantile(0.50)
+	res.P99 = hist.Quantile(0.99)
 	return res, firstErr
 }
 
-type worker struct {
-	cfg  Config
-	id   int
-	rng  *rand.Rand
-	ops  int64
-	errs int64
-	lat  []time.Duration
-}
-
-func (w *worker) run(ctx context.Context, remaining *atomic.Int64, deadline time.Time) error {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, w.cfg.Network, w.cfg.Addr)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
-	rd := bufio.NewReaderSize(conn, 64<<10)
-	buf := make([]byte, 0, 64<<10)
-	for i := 0; ; {
-		n := w.cfg.Pipeline
-		if deadline.IsZero() {
-			left := remaining.Add(-int64(n))
-			if left < 0 {
-				n += int(left)
-			}
-			if n <= 0 {
-				return nil
-			}
-		} else if time.Now().After(deadline) {
-			return nil
-		}
-		buf = buf[:0]
-		for range n {
-			buf = appendCommand(buf, w.cfg.Incr, w.cfg.Key(w.rng, w.id, i))
-			i++
-		}
-		t0 := time.Now()
-		if _, err := conn.Write(buf); err != nil {
-			return err
-		}
-		for range n {
-			ok, err := readReply(rd)
-			if err != nil {
-				return err
-			}
-			if ok {
-				w.ops++
-			} else {
-				w.errs++
-			}
-		}
-		w.lat = append(w.lat, time.Since(t0))
-	}
-}
-
 func appendCommand(b []byte, cmd, key string) []byte {
-	b = append(b, "*2\r\n$"...)
-	b = strconv.AppendInt(b, int64(len(cmd)), 10)
-	b = append(b, "\r\n"...)
-	b = append(b, cmd...)
-	b = append(b, "\r\n$"...)
+	b = appendHeader(b, cmd)
 	b = strconv.AppendInt(b, int64(len(key)), 10)
 	b = append(b, "\r\n"...)
 	b = append(b, key...)
 	return append(b, "\r\n"...)
 }
 
-// readReply reads one reply and reports whether it was not an error.
-func readReply(rd *bufio.Reader) (bool, error) {
-	line, err := rd.ReadSlice('\n')
-	if err != nil {
-		return false, err
-	}
-	if len(line) < 3 {
-		return false, fmt.Errorf("short reply %q", line)
-	}
-	switch line[0] {
-	case ':', '+':
-		return true, nil
-	case '-':
-		return false, nil
-	case '$':
-		n, err := strconv.Atoi(string(line[1 : len(line)-2]))
-		if err != nil {
-			return false, fmt.Errorf("bad bulk header %q", line)
-		}
-		if n >= 0 {
-			if _, err := rd.Discard(n + 2); err != nil {
-				return false, err
-			}
-		}
-		return true, nil
-	}
-	return false, fmt.Errorf("unexpected reply %q", line)
+// appendIndexCommand writes cmd for the key keyspace.Name(i) without
+// building the key as a string.
+func appendIndexCommand(b []byte, cmd string, i uint64) []byte {
+	b = appendHeader(b, cmd)
+	var digits [20]byte
+	n := len(strconv.AppendUint(digits[:0], i, 10))
+	b = strconv.AppendInt(b, int64(len(keyspace.Prefix)+n), 10)
+	b = append(b, "\r\n"...)
+	b = keyspace.AppendName(b, i)
+	return append(b, "\r\n"...)
+}
+
+func appendHeader(b []byte, cmd string) []byte {
+	b = append(b, "*2\r\n$"...)
+	b = strconv.AppendInt(b, int64(len(cmd)), 10)
+	b = append(b, "\r\n"...)
+	b = append(b, cmd...)
+	return append(b, "\r\n$"...)
 }
