@@ -1,0 +1,103 @@
+package process_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/counterd/counterd/internal/process"
+)
+
+func sh(script string, timeout time.Duration) process.Spec {
+	return process.Spec{
+		Name: "sh", Path: "/bin/sh", Args: []string{"-c", script},
+		Ready:   func(line string) bool { return line == "ready" },
+		Timeout: timeout,
+	}
+}
+
+func TestStartStop(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		script   string
+		timeout  time.Duration
+		startErr string // substring; "" for a successful start
+		stopErr  string
+	}{
+		{"clean", `trap 'exit 0' TERM; echo ready; while :; do sleep 0.05; done`, 0, "", ""},
+		{"exits early", `echo oops; exit 3`, 0, "oops", ""},
+		{"never ready", `exec sleep 60`, 200 * time.Millisecond, "not ready", ""},
+		{"ignores SIGTERM", `trap '' TERM; echo ready; exec sleep 60`, 0, "", "killed"},
+		{"fails on SIGTERM", `trap 'exit 4' TERM; echo ready; while :; do sleep 0.05; done`, 0, "", "exit status 4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := process.Start(context.Background(), sh(tc.script, tc.timeout))
+			if tc.startErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.startErr) {
+					t.Fatalf("Start: %v; want an error containing %q", err, tc.startErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = p.Stop(300 * time.Millisecond)
+			if (tc.stopErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.stopErr)) {
+				t.Fatalf("Stop: %v; want %q", err, tc.stopErr)
+			}
+			select {
+			case <-p.Exited():
+			default:
+				t.Fatal("Stop returned while the child runs")
+			}
+			if err2 := p.Stop(time.Second); err2 != err && err2.Error() != err.Error() {
+				t.Fatalf("second Stop: %v; want %v", err2, err)
+			}
+		})
+	}
+}
+
+func TestOutputKeepsHeadAndTail(t *testing.T) {
+	t.Parallel()
+	p, err := process.Start(context.Background(), sh(`seq 1 500; echo addr=127.0.0.1:99; echo ready; exec sleep 60`, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(time.Second)
+	out := p.Output()
+	for _, want := range []string{"1\n2\n", "... (", "\n500\n", "ready\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\n200\n") {
+		t.Errorf("output keeps line 200; want it skipped")
+	}
+	addr, ok := p.Find(func(l string) (string, bool) { return strings.CutPrefix(l, "addr=") })
+	if !ok || addr != "127.0.0.1:99" {
+		t.Fatalf("Find: %q, %v; want 127.0.0.1:99", addr, ok)
+	}
+}
+
+func TestCancelledStart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := process.Start(ctx, sh(`exec sleep 60`, time.Minute)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Start with a cancelled context: %v; want context.Canceled", err)
+	}
+}
+
+func TestLookup(t *testing.T) {
+	t.Parallel()
+	if p, err := process.Lookup("", "sh"); err != nil || p == "" {
+		t.Fatalf("Lookup sh: %q, %v", p, err)
+	}
+	if _, err := process.Lookup("/nonexistent/redis-server", "redis-server"); !errors.Is(err, process.ErrNotFound) {
+		t.Fatalf("Lookup of a missing path: %v; want ErrNotFound", err)
+	}
+}
