@@ -101,3 +101,20 @@ func TestLookup(t *testing.T) {
 		t.Fatalf("Lookup of a missing path: %v; want ErrNotFound", err)
 	}
 }
+
+func TestOutput(t *testing.T) {
+	t.Parallel()
+	out, err := process.Output(context.Background(), "/bin/sh", "-c", "echo hello; echo noise >&2")
+	if err != nil || string(out) != "hello\n" {
+		t.Fatalf("Output: %q, %v; want hello", out, err)
+	}
+	_, err = process.Output(context.Background(), "/bin/sh", "-c", "echo why >&2; exit 2")
+	if err == nil || !strings.Contains(err.Error(), "why") {
+		t.Fatalf("failing Output: %v; want an error carrying its stderr", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := process.Output(ctx, "/bin/sh", "-c", "exec sleep 60"); err == nil {
+		t.Fatal("Output past its context: got nil; want an error")
+	}
+}

@@ -41,27 +41,32 @@ func WriteChart(w io.Writer, r *Report) error {
 	}
 	lo, hi = math.Pow(10, math.Floor(math.Log10(lo))), math.Pow(10, math.Ceil(math.Log10(hi)))
 
+	legend := plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	legend.TextStyle.Font.Size = vg.Points(10)
 	panels := make([]*plot.Plot, len(dists))
 	for i, d := range dists {
-		p, err := panel(d, r, rows, lo, hi, i == 0)
+		p, err := panel(d, r, rows, lo, hi, i == 0, &legend)
 		if err != nil {
 			return err
 		}
 		panels[i] = p
 	}
-	width := vg.Length(len(dists)) * 5 * vg.Inch
-	img := vgimg.NewWith(vgimg.UseWH(width, 5.5*vg.Inch), vgimg.UseDPI(110))
+	const legendWidth = 1.6 * vg.Inch
+	width := vg.Length(len(dists))*4.5*vg.Inch + legendWidth
+	img := vgimg.NewWith(vgimg.UseWH(width, 5*vg.Inch), vgimg.UseDPI(110))
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: len(dists), PadX: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4}
-	canvases := plot.Align([][]*plot.Plot{panels}, tiles, dc)
+	tiles := draw.Tiles{Rows: 1, Cols: len(dists), PadX: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	canvases := plot.Align([][]*plot.Plot{panels}, tiles, draw.Crop(dc, 0, -legendWidth, 0, 0))
 	for i, p := range panels {
 		p.Draw(canvases[0][i])
 	}
+	legend.Draw(draw.Crop(dc, width-legendWidth, 0, 0, -vg.Inch/2))
 	_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(w)
 	return err
 }
 
-func panel(d Dist, r *Report, rows []Row, lo, hi float64, legend bool) (*plot.Plot, error) {
+func panel(d Dist, r *Report, rows []Row, lo, hi float64, first bool, legend *plot.Legend) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "keys: " + d.Name
 	p.X.Label.Text = "clients"
@@ -86,8 +91,6 @@ func panel(d Dist, r *Report, rows []Row, lo, hi float64, legend bool) (*plot.Pl
 		}
 	}
 	p.Add(plotter.NewGrid())
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.TextStyle.Font.Size = vg.Points(8)
 	for i, a := range r.Approaches {
 		var pts plotter.XYs
 		for _, c := range r.Clients {
@@ -108,8 +111,8 @@ func panel(d Dist, r *Report, rows []Row, lo, hi float64, legend bool) (*plot.Pl
 		line.Dashes = plotutil.Dashes(i / len(palette))
 		points.Color, points.Shape = col, plotutil.Shape(i)
 		p.Add(line, points)
-		if legend {
-			p.Legend.Add(a.Name, line, points)
+		if first {
+			legend.Add(a.Name, line, points)
 		}
 	}
 	return p, nil

@@ -191,7 +191,11 @@ func totalCell(r Row) string {
 	case !r.Checked:
 		return "not checked"
 	case r.Estimate:
-		return fmt.Sprintf("estimate %+d (%s; ±%s at 95%%)", r.Diff(), percent(r.Diff(), r.Increments), Thousands(r.Bound95))
+		sign := "+"
+		if r.Diff() < 0 {
+			sign = ""
+		}
+		return fmt.Sprintf("estimate %s%s (%s; ±%s at 95%%)", sign, Thousands(r.Diff()), percent(r.Diff(), r.Increments), Thousands(r.Bound95))
 	case r.Exact():
 		return "exact"
 	case r.Diff() < 0:

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/counterd/counterd/internal/config"
+	"github.com/counterd/counterd/internal/keyspace"
+	"github.com/counterd/counterd/internal/process"
+	"github.com/counterd/counterd/internal/report"
+)
+
+// bench is one run: its settings, the database, the servers it started
+// and the rows measured so far.
+type bench struct {
+	cfg      settings
+	environ  []string
+	progress *progress
+	pool     *pgxpool.Pool
+	// url is DATABASE_URL with the run's schema as search_path.
+	url string
+	// tmp holds sockets, counterd's journal and redis-server's files.
+	tmp string
+
+	counterd    *counterdServer
+	redis       *redisServer
+	redisAbsent string // why there is no redis-server, once known
+
+	rows     []report.Row
+	failures int
+	seed     uint64
+}
+
+// newBench checks the tools, recreates the schema and opens the pool.
+func newBench(ctx context.Context, cfg settings, environ []string, stderr io.Writer) (*bench, error) {
+	b := &bench{cfg: cfg, environ: environ, progress: newProgress(stderr)}
+	if b.needsCounterd() {
+		path, err := process.Lookup(cfg.Counterd, "counterd")
+		if err != nil {
+			return nil, usageError{fmt.Errorf("COUNTERBENCH_COUNTERD: %w; run make build", err)}
+		}
+		b.cfg.Counterd = path
+	}
+	url, err := withSearchPath(cfg.DatabaseURL, cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
+	b.url = url
+	if err := resetSchema(ctx, cfg.DatabaseURL, cfg.Schema); err != nil {
+		return nil, err
+	}
+	pcfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, errors.New("DATABASE_URL is not a valid PostgreSQL URL or DSN")
+	}
+	pcfg.MaxConns = int32(b.maxConns())
+	if b.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
+		return nil, fmt.Errorf("open pool: %w", err)
+	}
+	if err := b.checkConnections(ctx); err != nil {
+		b.pool.Close()
+		return nil, err
+	}
+	if b.tmp, err = os.MkdirTemp("", "cbench"); err != nil {
+		b.pool.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// maxConns is the pool size: the most clients of any cell, and room for
+// the reads around them.
+func (b *bench) maxConns() int {
+	return b.cfg.Clients[len(b.cfg.Clients)-1] + 4
+}
+
+func (b *bench) needsCounterd() bool {
+	if b.cfg.runs("ingest") || b.cfg.runs("latency") {
+		return true
+	}
+	return slices.ContainsFunc(b.cfg.Approaches, func(name string) bool {
+		a, _ := lookupApproach(name)
+		return a.kind == counterdKind
+	})
+}
+
+// checkConnections fails early when the server cannot take the pool plus
+// counterd's connections.
+func (b *bench) checkConnections(ctx context.Context) error {
+	var max, reserved int
+	err := b.pool.QueryRow(ctx, `SELECT current_setting('max_connections')::int, current_setting('superuser_reserved_connections')::int`).Scan(&max, &reserved)
+	if err != nil {
+		return fmt.Errorf("connect to DATABASE_URL: %w", err)
+	}
+	var used int
+	if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity`).Scan(&used); err != nil {
+		return fmt.Errorf("count connections: %w", err)
+	}
+	const counterdConns = 8
+	if need := b.maxConns() + counterdConns; need > max-reserved-used {
+		return usageError{&config.Error{Var: "COUNTERBENCH_CLIENTS",
+			Msg: fmt.Sprintf("needs %d database connections; the server has %d free (max_connections %d)", need, max-reserved-used, max)}}
+	}
+	return nil
+}
+
+// close stops every server the run started and removes its files.
+func (b *bench) close() error {
+	var errs []error
+	if b.counterd != nil {
+		errs = append(errs, b.counterd.stop())
+	}
+	if b.redis != nil {
+		errs = append(errs, b.redis.stop())
+	}
+	if b.pool != nil {
+		b.pool.Close()
+	}
+	if b.tmp != "" {
+		errs = append(errs, os.RemoveAll(b.tmp))
+	}
+	return errors.Join(errs...)
+}
+
+// run measures every selected section and returns the report, also when
+// it stops early.
+func (b *bench) run(ctx context.Context) (*report.Report, error) {
+	start := time.Now()
+	rep := &report.Report{Started: start, Command: b.command(), Clients: b.cfg.Clients}
+	rep.Machine = report.DescribeMachine()
+	rep.Machine.PostgreSQL = b.describePostgres(ctx)
+	rep.Machine.Redis = b.describeRedis(ctx)
+	for _, name := range b.cfg.Approaches {
+		a, _ := lookupApproach(name)
+		rep.Approaches = append(rep.Approaches, report.Approach{Name: a.name, Summary: a.summary})
+	}
+	for _, d := range b.cfg.dists() {
+		rep.Dists = append(rep.Dists, report.Dist{Name: d.String(), Summary: d.Describe(b.cfg.Keyspace)})
+	}
+	rep.Settings = b.describeSettings()
+
+	b.progress.total = b.cells()
+	var err error
+	for _, s := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"matrix", b.matrix},
+		{"ceiling", b.ceiling},
+		{"ingest", b.ingest},
+		{"latency", b.latency},
+	} {
+		if !b.cfg.runs(s.name) {
+			continue
+		}
+		if err = s.run(ctx); err != nil {
+			err = fmt.Errorf("%s: %w", s.name, err)
+			break
+		}
+	}
+	b.progress.finish()
+	rep.Rows = b.rows
+	rep.Elapsed = time.Since(start)
+	if err == nil && b.failures > 0 {
+		err = fmt.Errorf("%d cells failed; their rows say why", b.failures)
+	}
+	return rep, err
+}
+
+// cells counts the measurements the progress line counts down.
+func (b *bench) cells() int {
+	n := 0
+	if b.cfg.runs("matrix") {
+		n += len(b.cfg.Approaches) * len(b.cfg.Keys) * len(b.cfg.Clients)
+	}
+	if b.cfg.runs("ceiling") {
+		n += 2 * len(ceilingDists(b.cfg.dists()))
+	}
+	if b.cfg.runs("ingest") {
+		n += 4
+	}
+	if b.cfg.runs("latency") {
+		n += 2
+	}
+	return n
+}
+
+// add records a row; a row that failed counts towards the run's error.
+func (b *bench) add(r report.Row, err error) {
+	if err != nil {
+		r.Missing = true
+		r.Note = "failed: " + oneLine(err.Error())
+		b.failures++
+		b.progress.note(fmt.Sprintf("%s %s c=%d failed: %v", r.Approach, r.Keys, r.Clients, err))
+	}
+	b.rows = append(b.rows, r)
+}
+
+// nextSeed gives every cell its own random streams.
+func (b *bench) nextSeed() uint64 {
+	b.seed++
+	return b.seed
+}
+
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
+}
+
+// sourceFor returns loadgen's per-client key source for d.
+func (b *bench) sourceFor(d keyspace.Dist) func(rng *rand.Rand) func() uint64 {
+	n := b.cfg.Keyspace
+	return func(rng *rand.Rand) func() uint64 { return d.Source(rng, n) }
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/counterd/counterd/internal/loadgen"
+	"github.com/counterd/counterd/internal/process"
+	"github.com/counterd/counterd/internal/report"
+)
+
+// counterdServer is the counterd process the run started, with a control
+// connection for FLUSH.
+type counterdServer struct {
+	proc    *process.Process
+	socket  string
+	metrics string // host:port of /metrics, "" when counterd logged none
+	ctl     *redis.Client
+}
+
+// counterdOwn are the settings the run decides; other COUNTERD_*
+// variables in the environment reach counterd unchanged.
+var counterdOwn = []string{"DATABASE_URL", "COUNTERD_SOCKET", "COUNTERD_JOURNAL_DIR", "COUNTERD_METRICS_ADDR", "COUNTERD_LOG_FORMAT"}
+
+// startCounterd starts counterd on the first call and returns it after.
+func (b *bench) startCounterd(ctx context.Context) (*counterdServer, error) {
+	if b.counterd != nil {
+		return b.counterd, nil
+	}
+	dir := filepath.Join(b.tmp, "counterd")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	socket := filepath.Join(dir, "c.sock")
+	env := []string{
+		"DATABASE_URL=" + b.url,
+		"COUNTERD_SOCKET=" + socket,
+		"COUNTERD_JOURNAL_DIR=" + filepath.Join(dir, "journal"),
+		"COUNTERD_METRICS_ADDR=127.0.0.1:0",
+		"COUNTERD_LOG_FORMAT=text",
+		// Hot keys are sampled by default; the run checks exact totals.
+		"COUNTERD_HOT_STRATEGY=exact",
+	}
+	for _, kv := range b.environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "PATH" || (strings.HasPrefix(k, "COUNTERD_") && !slices.Contains(counterdOwn, k)) {
+			env = append(env, kv) // later entries win
+		}
+	}
+	b.progress.note("starting counterd (" + b.cfg.Counterd + ")")
+	proc, err := process.Start(ctx, process.Spec{
+		Name: "counterd", Path: b.cfg.Counterd, Env: env, Timeout: time.Minute,
+		Ready: func(line string) bool { return strings.Contains(line, "counterd ready") },
+	})
+	if err != nil {
+		return nil, err
+	}
+	metrics, _ := proc.Find(func(line string) (string, bool) {
+		if !strings.Contains(line, "serving metrics") {
+			return "", false
+		}
+		_, rest, ok := strings.Cut(line, "addr=")
+		if !ok {
+			return "", false
+		}
+		return strings.Trim(strings.Fields(rest)[0], `"`), true
+	})
+	b.counterd = &counterdServer{proc: proc, socket: socket, metrics: metrics, ctl: control(socket)}
+	return b.counterd, nil
+}
+
+// control is a one-connection client for FLUSH, FLUSHALL and the like.
+func control(socket string) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Network: "unix", Addr: socket, Protocol: 2, DisableIdentity: true,
+		MaxRetries: -1, PoolSize: 1, DialTimeout: 5 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute,
+	})
+}
+
+// flush returns once counterd has committed everything it acknowledged.
+// FLUSH gives up after COUNTERD_FLUSH_TIMEOUT; a large backlog may need a
+// few.
+func (c *counterdServer) flush(ctx context.Context) error {
+	var err error
+	for range 10 {
+		err = c.ctl.Do(ctx, "FLUSH").Err()
+		var rerr redis.Error
+		if err == nil || !errors.As(err, &rerr) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("FLUSH: %w", err)
+	}
+	return nil
+}
+
+// slotRows reads how many slot rows counterd's committed rounds wrote; ok
+// is false when counterd does not say (no metrics listener, or no round
+// committed yet).
+func (c *counterdServer) slotRows(ctx context.Context) (n float64, ok bool, err error) {
+	if c.metrics == "" {
+		return 0, false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.metrics+"/metrics", nil)
+	if err != nil {
+		return 0, false, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, false, fmt.Errorf("scrape counterd metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	m, err := parseMetrics(resp.Body)
+	if err != nil {
+		return 0, false, fmt.Errorf("scrape counterd metrics: %w", err)
+	}
+	if v, ok := m["counterd_flush_keys_total"]; ok {
+		return v, true, nil
+	}
+	// Before counterd counted slot rows itself, the batch-size
+	// histogram's sum was the same number; the histogram appears with
+	// its first round.
+	v, ok := m["counterd_flush_batch_keys_sum"]
+	return v, ok, nil
+}
+
+// parseMetrics reads the unlabelled samples of Prometheus text format.
+func parseMetrics(r io.Reader) (map[string]float64, error) {
+	m := map[string]float64{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' || strings.Contains(line, "{") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+			m[f[0]] = v
+		}
+	}
+	return m, sc.Err()
+}
+
+func (c *counterdServer) stop() error {
+	c.ctl.Close()
+	return c.proc.Stop(time.Minute)
+}
+
+// counterdTotal sums the public read view over every key of the run.
+func (b *bench) counterdTotal(ctx context.Context) (int64, error) {
+	var n int64
+	if err := b.pool.QueryRow(ctx, `SELECT coalesce(sum(total), 0)::bigint FROM counter_totals`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sum counter_totals: %w", err)
+	}
+	return n, nil
+}
+
+// counterdMeasure runs load against counterd into row, then FLUSHes and
+// compares the stored total with the increments acknowledged.
+func (b *bench) counterdMeasure(ctx context.Context, row *report.Row, load loadgen.Config) error {
+	srv, err := b.startCounterd(ctx)
+	if err != nil {
+		return err
+	}
+	load.Network, load.Addr = "unix", srv.socket
+	return b.counterdAround(ctx, srv, row, func() error {
+		res, err := loadgen.Run(ctx, load)
+		if err != nil {
+			return err
+		}
+		fillFromLoad(row, res)
+		return nil
+	})
+}
+
+// counterdAround runs measure between two readings of counterd's total and
+// slot-row count, with a FLUSH before the second.
+func (b *bench) counterdAround(ctx context.Context, srv *counterdServer, row *report.Row, measure func() error) error {
+	// Before the first committed round there is nothing to count yet.
+	rowsBefore, _, err := srv.slotRows(ctx)
+	if err != nil {
+		return err
+	}
+	before, err := b.counterdTotal(ctx)
+	if err != nil {
+		return err
+	}
+	if err := measure(); err != nil {
+		return err
+	}
+	if err := srv.flush(ctx); err != nil {
+		return err
+	}
+	after, err := b.counterdTotal(ctx)
+	if err != nil {
+		return err
+	}
+	rowsAfter, ok, err := srv.slotRows(ctx)
+	if err != nil {
+		return err
+	}
+	row.Checked, row.Stored = true, after-before
+	row.RowsWritten = -1
+	if ok {
+		row.RowsWritten = int64(rowsAfter - rowsBefore)
+	} else if row.Stored != 0 {
+		row.Note = "counterd reported no slot-row count"
+	}
+	return nil
+}
+
+func fillFromLoad(row *report.Row, res loadgen.Result) {
+	row.Elapsed, row.Increments, row.Errors = res.Elapsed, res.Ops, res.Errors
+	row.Rate, row.P50, row.P99 = res.Rate(), res.P50, res.P99
+}

@@ -1,0 +1,33 @@
+// Command counterbench measures the ways of counting into PostgreSQL side
+// by side: the patterns an application can use on its own (naive
+// read-then-write, atomic UPDATE, SELECT FOR UPDATE, slotted upserts, SKIP
+// LOCKED slots, probabilistic increments), counterd over its socket, and
+// redis-server for reference, at several concurrencies and key
+// distributions; then PostgreSQL's multi-row upsert ceiling, a
+// redis-benchmark ingest run and latency at an offered rate. It writes
+// bench.md, bench.csv and bench.png. Run "counterbench -h" for its
+// settings; "make bench" provides PostgreSQL and redis-server.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "counterbench:", err)
+		var u usageError
+		if errors.As(err, &u) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/counterd/counterd/internal/config"
+	"github.com/counterd/counterd/internal/report"
+)
+
+// usageError is a bad command line or setting: exit code 2.
+type usageError struct{ error }
+
+const usage = `usage: counterbench
+
+Measures counting into PostgreSQL: the patterns an application can use on
+its own, counterd, and redis-server for reference. Writes bench.md,
+bench.csv and bench.png into COUNTERBENCH_OUT. "make bench" builds
+counterd, starts a throwaway PostgreSQL and runs this.
+
+Settings come from the environment:
+
+`
+
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+			fmt.Fprint(stdout, usage)
+			config.Usage[settings](stdout)
+			return nil
+		}
+		return usageError{fmt.Errorf("unknown arguments %q; run counterbench -h", args)}
+	}
+	cfg, err := config.Load[settings](environ)
+	if err != nil {
+		return usageError{err}
+	}
+	b, err := newBench(ctx, cfg, environ, stderr)
+	if err != nil {
+		return err
+	}
+	rep, runErr := b.run(ctx)
+	if err := b.close(); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	if rep != nil && len(rep.Rows) > 0 {
+		if err := report.Write(cfg.Out, rep); err != nil {
+			return errors.Join(runErr, err)
+		}
+		fmt.Fprintf(stdout, "wrote %s, %s and %s\n",
+			filepath.Join(cfg.Out, report.MarkdownFile), filepath.Join(cfg.Out, report.CSVFile), filepath.Join(cfg.Out, report.ChartFile))
+	}
+	return runErr
+}

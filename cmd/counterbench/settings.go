@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/counterd/counterd/internal/config"
+	"github.com/counterd/counterd/internal/keyspace"
+)
+
+// settings is counterbench's configuration, read from the environment.
+type settings struct {
+	DatabaseURL string        `env:"DATABASE_URL,required" help:"PostgreSQL to measure (never logged); the run drops and recreates COUNTERBENCH_SCHEMA in it"`
+	Duration    time.Duration `env:"COUNTERBENCH_DURATION" envDefault:"5s" help:"how long each cell runs"`
+	Clients     []int         `env:"COUNTERBENCH_CLIENTS" envDefault:"1,8,32,64" help:"client concurrencies, comma-separated"`
+	Keys        []string      `env:"COUNTERBENCH_KEYS" envDefault:"hot,zipf,uniform" help:"key distributions: hot (one key), zipf (s=1.1), uniform"`
+	// A million keys makes uniform keys almost never collide, the opposite
+	// of hot.
+	Keyspace   uint64   `env:"COUNTERBENCH_KEYSPACE" envDefault:"1000000" help:"keys that zipf and uniform draw from"`
+	Approaches []string `env:"COUNTERBENCH_APPROACHES" envDefault:"all" help:"approaches to measure, comma-separated, or all"`
+	Sections   []string `env:"COUNTERBENCH_SECTIONS" envDefault:"matrix,ceiling,ingest,latency" help:"sections to run: matrix, ceiling, ingest, latency"`
+	Out        string   `env:"COUNTERBENCH_OUT" envDefault:"results" help:"directory for bench.md, bench.csv and bench.png"`
+	Schema     string   `env:"COUNTERBENCH_SCHEMA" envDefault:"counterbench" help:"schema holding every table of the run, counterd's included"`
+
+	Counterd       string `env:"COUNTERBENCH_COUNTERD" envDefault:"bin/counterd" help:"counterd binary (make build); COUNTERD_* variables are passed to it"`
+	RedisServer    string `env:"COUNTERBENCH_REDIS_SERVER" help:"redis-server binary (default: redis-server on PATH; rows say so when there is none)"`
+	RedisBenchmark string `env:"COUNTERBENCH_REDIS_BENCHMARK" help:"redis-benchmark binary (default: redis-benchmark on PATH)"`
+
+	IngestRequests int     `env:"COUNTERBENCH_INGEST_REQUESTS" envDefault:"2000000" help:"redis-benchmark -n per ingest run (a multiple of 16)"`
+	LatencyRate    float64 `env:"COUNTERBENCH_LATENCY_RATE" envDefault:"50000" help:"increments per second offered in the latency section"`
+	LatencyClients int     `env:"COUNTERBENCH_LATENCY_CLIENTS" envDefault:"50" help:"unpipelined clients sharing that rate"`
+	CeilingBatch   int     `env:"COUNTERBENCH_CEILING_BATCH" envDefault:"10000" help:"distinct keys per statement in the ceiling section"`
+}
+
+var (
+	sectionNames = []string{"matrix", "ceiling", "ingest", "latency"}
+	schemaName   = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+)
+
+// Validate checks and normalises what env cannot: lists are trimmed,
+// clients sorted without repeats, "all" expanded.
+func (s *settings) Validate() error {
+	bad := func(name, format string, args ...any) error {
+		return &config.Error{Var: name, Msg: fmt.Sprintf(format, args...)}
+	}
+	if s.Duration <= 0 {
+		return bad("COUNTERBENCH_DURATION", "must be positive")
+	}
+	if len(s.Clients) == 0 {
+		return bad("COUNTERBENCH_CLIENTS", "must name at least one concurrency")
+	}
+	for _, c := range s.Clients {
+		if c < 1 || c > 512 {
+			return bad("COUNTERBENCH_CLIENTS", "%d is not within 1..512", c)
+		}
+	}
+	slices.Sort(s.Clients)
+	s.Clients = slices.Compact(s.Clients)
+
+	s.Keys = tidy(s.Keys)
+	if len(s.Keys) == 0 {
+		return bad("COUNTERBENCH_KEYS", "must name at least one distribution")
+	}
+	for _, k := range s.Keys {
+		if _, err := keyspace.Parse(k); err != nil {
+			return bad("COUNTERBENCH_KEYS", "%v", err)
+		}
+	}
+	if s.Keyspace < 1 || s.Keyspace > 100_000_000 {
+		return bad("COUNTERBENCH_KEYSPACE", "must be within 1..100000000")
+	}
+
+	s.Approaches = tidy(s.Approaches)
+	if len(s.Approaches) == 1 && s.Approaches[0] == "all" {
+		s.Approaches = nil
+		for _, a := range approaches {
+			s.Approaches = append(s.Approaches, a.name)
+		}
+	}
+	for _, a := range s.Approaches {
+		if _, ok := lookupApproach(a); !ok {
+			return bad("COUNTERBENCH_APPROACHES", "unknown approach %q (want all or some of %s)", a, strings.Join(approachNames(), ", "))
+		}
+	}
+	s.Sections = tidy(s.Sections)
+	for _, sec := range s.Sections {
+		if !slices.Contains(sectionNames, sec) {
+			return bad("COUNTERBENCH_SECTIONS", "unknown section %q (want some of %s)", sec, strings.Join(sectionNames, ", "))
+		}
+	}
+	switch {
+	case s.Out == "":
+		return bad("COUNTERBENCH_OUT", "must not be empty")
+	case !schemaName.MatchString(s.Schema) || s.Schema == "public" || strings.HasPrefix(s.Schema, "pg_"):
+		return bad("COUNTERBENCH_SCHEMA", "%q is not a lower-case identifier of our own (it is dropped at start)", s.Schema)
+	case s.IngestRequests < 16 || s.IngestRequests%16 != 0:
+		// redis-benchmark sends whole pipelines: with -P 16 it would
+		// send more than -n asked for otherwise.
+		return bad("COUNTERBENCH_INGEST_REQUESTS", "must be a positive multiple of 16")
+	case s.LatencyRate <= 0:
+		return bad("COUNTERBENCH_LATENCY_RATE", "must be positive")
+	case s.LatencyClients < 1 || s.LatencyClients > 512:
+		return bad("COUNTERBENCH_LATENCY_CLIENTS", "must be within 1..512")
+	case s.CeilingBatch < 1:
+		return bad("COUNTERBENCH_CEILING_BATCH", "must be at least 1")
+	}
+	return nil
+}
+
+func (s *settings) runs(section string) bool { return slices.Contains(s.Sections, section) }
+
+// dists returns the key distributions in the order given.
+func (s *settings) dists() []keyspace.Dist {
+	out := make([]keyspace.Dist, len(s.Keys))
+	for i, k := range s.Keys {
+		out[i], _ = keyspace.Parse(k)
+	}
+	return out
+}
+
+// tidy trims and lower-cases list items and drops empty ones and repeats.
+func tidy(in []string) []string {
+	var out []string
+	for _, s := range in {
+		s = strings.ToLower(strings.TrimSpace(s))
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
