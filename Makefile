@@ -4,7 +4,7 @@ GO    ?= go
 BIN   := bin
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test bench fuzz pg-start pg-stop pg-destroy clean
+.PHONY: help build run test bench gobench fuzz pg-start pg-stop pg-destroy clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -18,9 +18,12 @@ run: build ## start a throwaway PostgreSQL (unless DATABASE_URL is set), counter
 test: ## go test -race ./... against a throwaway PostgreSQL (or TEST_DATABASE_URL)
 	@scripts/test.sh
 
+bench: ## compare counting patterns, counterd and Redis into results/ (COUNTERBENCH_* settings: bin/counterbench -h)
+	@scripts/bench.sh
+
 BENCH ?= .
 COUNT ?= 1
-bench: build ## Go benchmarks (BENCH=regexp, COUNT=n)
+gobench: build ## Go benchmarks (BENCH=regexp, COUNT=n)
 	@scripts/test.sh -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT)
 
 fuzz: ## fuzz the protocol reader for 30s

@@ -78,6 +78,7 @@ func (b *bench) startCounterd(ctx context.Context) (*counterdServer, error) {
 		return strings.Trim(strings.Fields(rest)[0], `"`), true
 	})
 	b.counterd = &counterdServer{proc: proc, socket: socket, metrics: metrics, ctl: control(socket)}
+	b.progress.note(fmt.Sprintf("counterd ready (pid %d)", proc.Pid()))
 	return b.counterd, nil
 }
 

@@ -56,6 +56,7 @@ func (b *bench) startRedis(ctx context.Context) *redisServer {
 		return nil
 	}
 	b.redis = &redisServer{proc: proc, socket: socket, ctl: control(socket)}
+	b.progress.note(fmt.Sprintf("redis-server ready (pid %d)", proc.Pid()))
 	return b.redis
 }
 

@@ -14,6 +14,8 @@ import (
 // usageError is a bad command line or setting: exit code 2.
 type usageError struct{ error }
 
+func (u usageError) Unwrap() error { return u.error }
+
 const usage = `usage: counterbench
 
 Measures counting into PostgreSQL: the patterns an application can use on

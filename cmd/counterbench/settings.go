@@ -13,7 +13,7 @@ import (
 
 // settings is counterbench's configuration, read from the environment.
 type settings struct {
-	DatabaseURL string        `env:"DATABASE_URL,required" help:"PostgreSQL to measure (never logged); the run drops and recreates COUNTERBENCH_SCHEMA in it"`
+	DatabaseURL string        `env:"DATABASE_URL,required,notEmpty" help:"PostgreSQL to measure (never logged); the run drops and recreates COUNTERBENCH_SCHEMA in it"`
 	Duration    time.Duration `env:"COUNTERBENCH_DURATION" envDefault:"5s" help:"how long each cell runs"`
 	Clients     []int         `env:"COUNTERBENCH_CLIENTS" envDefault:"1,8,32,64" help:"client concurrencies, comma-separated"`
 	Keys        []string      `env:"COUNTERBENCH_KEYS" envDefault:"hot,zipf,uniform" help:"key distributions: hot (one key), zipf (s=1.1), uniform"`

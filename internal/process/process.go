@@ -161,6 +161,9 @@ func (p *Process) Find(match func(line string) (string, bool)) (string, bool) {
 	return "", false
 }
 
+// Pid is the child's process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Exited is closed once the child has exited.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 

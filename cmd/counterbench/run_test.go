@@ -1,0 +1,321 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"image"
+	_ "image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/counterd/counterd/internal/config"
+	"github.com/counterd/counterd/internal/pgtest"
+	"github.com/counterd/counterd/internal/report"
+)
+
+// counterdBinary is counterd, built once for this package's tests.
+var counterdBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "counterbench-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	counterdBinary = filepath.Join(dir, "counterd")
+	if out, err := exec.Command("go", "build", "-o", counterdBinary, "../counterd").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build counterd: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// shortEnv is a run small enough for CI: every approach and section, two
+// concurrencies, a small keyspace, 200 ms per cell.
+func shortEnv(t *testing.T, db *pgtest.DB, out string) []string {
+	return []string{
+		"DATABASE_URL=" + pgtest.URL(t),
+		"COUNTERBENCH_SCHEMA=" + db.Schema,
+		"COUNTERBENCH_OUT=" + out,
+		"COUNTERBENCH_COUNTERD=" + counterdBinary,
+		"COUNTERBENCH_DURATION=200ms",
+		"COUNTERBENCH_CLIENTS=1,4",
+		"COUNTERBENCH_KEYSPACE=10000",
+		"COUNTERBENCH_INGEST_REQUESTS=16000",
+		"COUNTERBENCH_LATENCY_RATE=5000",
+		"COUNTERBENCH_LATENCY_CLIENTS=10",
+	}
+}
+
+// children lists the processes whose parent is this test binary.
+func children(t *testing.T) []string {
+	t.Helper()
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", os.Getpid()))
+	var out []string
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, pid := range strings.Fields(string(b)) {
+			cmd, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+			out = append(out, pid+" "+strings.ReplaceAll(string(cmd), "\x00", " "))
+		}
+	}
+	return out
+}
+
+// readCSV returns bench.csv's records as maps from column to value.
+func readCSV(t *testing.T, path string) []map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]string
+	for _, rec := range recs[1:] {
+		m := map[string]string{}
+		for i, col := range recs[0] {
+			m[col] = rec[i]
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+func num(t *testing.T, r map[string]string, col string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(r[col], 10, 64)
+	if err != nil {
+		t.Fatalf("%s %s c=%s: column %s = %q: %v", r["approach"], r["keys"], r["clients"], col, r[col], err)
+	}
+	return n
+}
+
+// TestRunShort runs every approach and section briefly and checks what
+// the results claim: a row per cell, exact counterd totals, naive
+// accounting that adds up against the table, a chart that decodes, and
+// no process left behind. It never judges speed. It does not run in
+// parallel because the leftover-process check sees every child of the
+// test binary.
+func TestRunShort(t *testing.T) {
+	db := pgtest.New(t, pgtest.Options{NoMigrate: true, MaxConns: 2})
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := run(ctx, nil, shortEnv(t, db, out), &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if left := children(t); len(left) > 0 {
+		t.Errorf("processes left running: %v", left)
+	}
+	if !strings.Contains(stderr.String(), "[1/70] naive hot c=1") || !strings.Contains(stderr.String(), "[70/70] latency redis-server") {
+		t.Errorf("progress lines missing from stderr:\n%s", stderr.String())
+	}
+
+	rows := readCSV(t, filepath.Join(out, report.CSVFile))
+	_, redisErr := exec.LookPath("redis-server")
+	_, toolErr := exec.LookPath("redis-benchmark")
+	cells := map[string]int{}
+	var naiveStored int64
+	for _, r := range rows {
+		key := fmt.Sprintf("%s/%s/%s/%s", r["section"], r["approach"], r["keys"], r["clients"])
+		cells[key]++
+		name := r["section"] + " " + r["approach"] + " " + r["keys"] + " c=" + r["clients"]
+		if r["missing"] == "true" {
+			why := r["note"]
+			switch {
+			case strings.HasPrefix(r["approach"], "redis") && redisErr != nil && strings.Contains(why, "redis-server"):
+			case r["section"] == report.Ingest && toolErr != nil && strings.Contains(why, "redis-benchmark"):
+			default:
+				t.Errorf("%s missing: %q", name, why)
+			}
+			continue
+		}
+		if num(t, r, "errors") != 0 || num(t, r, "increments") <= 0 {
+			t.Errorf("%s: %s increments, %s errors (%s); want some and none", name, r["increments"], r["errors"], r["note"])
+			continue
+		}
+		incr, stored := num(t, r, "increments"), num(t, r, "stored")
+		switch {
+		case r["approach"] == "naive":
+			// What is stored plus what was lost is what was attempted.
+			if lost := -num(t, r, "diff"); lost < 0 || stored+lost != incr {
+				t.Errorf("%s: stored %d + lost %d != attempted %d", name, stored, lost, incr)
+			}
+			naiveStored += stored
+		case r["approach"] == "probabilistic":
+			if rows := num(t, r, "rows_written"); stored != rows*100 || r["estimate_bound95"] == "" {
+				t.Errorf("%s: stored %d from %d writes of 100, bound %q", name, stored, rows, r["estimate_bound95"])
+			}
+		default:
+			if r["exact"] != "true" || stored != incr {
+				t.Errorf("%s: stored %d; want exactly the %d increments acknowledged", name, stored, incr)
+			}
+		}
+		if strings.HasPrefix(r["approach"], "counterd") {
+			// Coalescing never writes more slot rows than increments.
+			if rw := num(t, r, "rows_written"); rw < 1 || rw > incr {
+				t.Errorf("%s: %d slot rows for %d increments; want 1..%d", name, rw, incr, incr)
+			}
+		}
+	}
+
+	want := map[string]int{}
+	for _, a := range approaches {
+		for _, k := range []string{"hot", "zipf", "uniform"} {
+			for _, c := range []string{"1", "4"} {
+				want[fmt.Sprintf("matrix/%s/%s/%s", a.name, k, c)] = 1
+			}
+		}
+	}
+	for _, k := range []string{"zipf", "uniform"} {
+		for _, c := range []string{"1", "2"} {
+			want[fmt.Sprintf("ceiling/ceiling/%s/%s", k, c)] = 1
+		}
+	}
+	for _, s := range []string{"counterd", "redis-server"} {
+		want["ingest/"+s+"/random of 100000/50"] = 2
+		want["latency/"+s+"/uniform/10"] = 1
+	}
+	for k, n := range want {
+		if cells[k] != n {
+			t.Errorf("cell %s: %d rows; want %d", k, cells[k], n)
+		}
+	}
+	if len(rows) != 60+4+4+2 {
+		t.Errorf("%d rows; want 70", len(rows))
+	}
+
+	var inTable int64
+	if err := db.Pool.QueryRow(ctx, `SELECT sum(n)::bigint FROM pattern_naive`).Scan(&inTable); err != nil {
+		t.Fatal(err)
+	}
+	if inTable != naiveStored {
+		t.Errorf("pattern_naive holds %d; the naive rows claim %d stored", inTable, naiveStored)
+	}
+
+	md, err := os.ReadFile(filepath.Join(out, report.MarkdownFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"Reproduce with", "make bench", "| PostgreSQL | ", "## Ceiling", "## Ingest", "## Latency", "skiplocked"} {
+		if !bytes.Contains(md, []byte(s)) {
+			t.Errorf("bench.md lacks %q", s)
+		}
+	}
+	f, err := os.Open(filepath.Join(out, report.ChartFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, format, err := image.Decode(f); err != nil || format != "png" {
+		t.Fatalf("bench.png: %v, format %q; want a PNG", err, format)
+	}
+}
+
+// cancelOn cancels a context once a line containing marker is written.
+type cancelOn struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	marker string
+	cancel context.CancelFunc
+}
+
+func (c *cancelOn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf.Write(p)
+	if strings.Contains(c.buf.String(), c.marker) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// TestCancelStopsEverything interrupts a run once counterd, or
+// redis-server, is ready and its first cell starts: run returns promptly
+// and leaves no process behind. Not parallel, for the same reason as TestRunShort.
+func TestCancelStopsEverything(t *testing.T) {
+	for _, approach := range []string{"counterd-p1", "redis-p1"} {
+		t.Run(approach, func(t *testing.T) {
+			if _, err := exec.LookPath("redis-server"); err != nil && approach == "redis-p1" {
+				t.Skip("redis-server is not installed")
+			}
+			db := pgtest.New(t, pgtest.Options{NoMigrate: true, MaxConns: 2})
+			env := append(shortEnv(t, db, t.TempDir()),
+				"COUNTERBENCH_DURATION=10s", "COUNTERBENCH_APPROACHES="+approach, "COUNTERBENCH_SECTIONS=matrix")
+			marker := strings.TrimSuffix(approach, "-p1") + " ready"
+			if approach == "redis-p1" {
+				marker = "redis-server ready"
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stderr := &cancelOn{marker: marker, cancel: cancel}
+			start := time.Now()
+			err := run(ctx, nil, env, &bytes.Buffer{}, stderr)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("run: %v; want context.Canceled\n%s", err, stderr.buf.String())
+			}
+			if took := time.Since(start); took > 9*time.Second {
+				t.Errorf("run took %v after a cancel during a 10s cell; want it to stop early", took)
+			}
+			if left := children(t); len(left) > 0 {
+				t.Errorf("processes left running: %v", left)
+			}
+		})
+	}
+}
+
+func TestHelpAndBadSettings(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-h"}, nil, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"COUNTERBENCH_DURATION", "COUNTERBENCH_CLIENTS", "1,8,32,64", "COUNTERBENCH_REDIS_BENCHMARK", "DATABASE_URL"} {
+		if !strings.Contains(out.String(), v) {
+			t.Errorf("help lacks %q", v)
+		}
+	}
+	f := func(wantVar string, env ...string) {
+		t.Helper()
+		err := run(context.Background(), nil, append([]string{"DATABASE_URL=postgres://nowhere/x"}, env...), &out, &out)
+		var u usageError
+		var cerr *config.Error
+		if !errors.As(err, &u) || !errors.As(err, &cerr) || cerr.Var != wantVar {
+			t.Errorf("env %v: %v; want a usage error naming %s", env, err, wantVar)
+		}
+	}
+	f("COUNTERBENCH_DURATION", "COUNTERBENCH_DURATION=0s")
+	f("COUNTERBENCH_CLIENTS", "COUNTERBENCH_CLIENTS=1,0")
+	f("COUNTERBENCH_CLIENTS", "COUNTERBENCH_CLIENTS=many")
+	f("COUNTERBENCH_KEYS", "COUNTERBENCH_KEYS=hot,normal")
+	f("COUNTERBENCH_APPROACHES", "COUNTERBENCH_APPROACHES=naive,magic")
+	f("COUNTERBENCH_SECTIONS", "COUNTERBENCH_SECTIONS=matrix,vibes")
+	f("COUNTERBENCH_SCHEMA", "COUNTERBENCH_SCHEMA=public")
+	f("COUNTERBENCH_SCHEMA", "COUNTERBENCH_SCHEMA=Robert'); DROP TABLE x")
+	f("COUNTERBENCH_INGEST_REQUESTS", "COUNTERBENCH_INGEST_REQUESTS=1000")
+	f("COUNTERBENCH_KEYSPACE", "COUNTERBENCH_KEYSPACE=0")
+	f("DATABASE_URL", "DATABASE_URL=")
+	if err := run(context.Background(), []string{"extra"}, nil, &out, &out); !errors.As(err, new(usageError)) {
+		t.Errorf("extra argument: %v; want a usage error", err)
+	}
+}
