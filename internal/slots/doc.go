@@ -6,10 +6,12 @@
 // (SELECT ... FOR UPDATE SKIP LOCKED), so concurrent writers of one hot key
 // spread over its slots instead of queueing on one row lock; when every
 // existing slot of a key is held, or the key has none yet, it upserts into a
-// random slot (INSERT ... ON CONFLICT DO UPDATE). A whole batch is written
-// in a constant number of statements over arrays, whatever its size, and
-// rows are always locked in key order so writers rarely deadlock; when they
-// do, the transaction is retried.
+// random slot (INSERT ... ON CONFLICT DO UPDATE). A whole batch is one
+// INSERT over arrays (sql/004_set_based.up.sql): a lateral SKIP LOCKED
+// pick feeds the upsert key by key, in key order, so a writer only waits
+// for a row while holding rows of smaller keys and writers cannot form a
+// lock cycle. A deadlock or serialization failure is still retried, in
+// case a database setting or another client breaks that order.
 //
 // Fold moves slot counts into the base rows in the same transaction that
 // deletes them, so an increment is never lost or counted twice while writers

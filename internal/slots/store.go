@@ -63,10 +63,11 @@ func (s *Store) Slots() int { return s.slots }
 
 // ApplyResult says how a batch was written.
 type ApplyResult struct {
-	// Picked counts keys written into a free existing slot row.
-	Picked int
-	// Upserted counts keys written by the random-slot upsert fallback.
-	Upserted int
+	// Updated counts keys added to an existing slot row: a free one, or,
+	// when none was free, the random slot's.
+	Updated int
+	// Inserted counts keys that created a slot row.
+	Inserted int
 	// Duplicate says the batch's identity was already recorded, so
 	// nothing was written.
 	Duplicate bool
@@ -120,14 +121,14 @@ func (s *Store) apply(ctx context.Context, id *BatchID, batch []Delta) (ApplyRes
 	}
 	err := s.retry(ctx, &res.Attempts, func() error {
 		return s.pool.QueryRow(ctx, applyBatch, instance, seq, keys, deltas, vars, fallback).
-			Scan(&res.Picked, &res.Upserted, &res.Duplicate)
+			Scan(&res.Updated, &res.Inserted, &res.Duplicate)
 	})
 	return res, err
 }
 
 // applyBatch calls the slotted write behind the identity check
-// (sql/003_variance.up.sql).
-const applyBatch = `SELECT picked, upserted, duplicate
+// (sql/004_set_based.up.sql).
+const applyBatch = `SELECT updated, inserted, duplicate
 FROM counterd_apply($1::text, $2::bigint, $3::text[], $4::bigint[], $5::float8[], $6::smallint[])`
 
 // LastSeq returns the sequence number of the last batch instance

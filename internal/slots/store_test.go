@@ -40,10 +40,10 @@ func TestApplyOneHotKey(t *testing.T) {
 	ctx := context.Background()
 	const workers, per = 32, 60
 	var (
-		mu               sync.Mutex
-		picked, upserted int
-		wg               sync.WaitGroup
-		firstErr         error
+		mu                sync.Mutex
+		updated, inserted int
+		wg                sync.WaitGroup
+		firstErr          error
 	)
 	for range workers {
 		wg.Go(func() {
@@ -53,8 +53,8 @@ func TestApplyOneHotKey(t *testing.T) {
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
-				picked += res.Picked
-				upserted += res.Upserted
+				updated += res.Updated
+				inserted += res.Inserted
 				mu.Unlock()
 			}
 		})
@@ -66,8 +66,8 @@ func TestApplyOneHotKey(t *testing.T) {
 	if got, want := total(t, db, "post:hot"), int64(workers*per); got != want {
 		t.Fatalf("total: got %d; want %d", got, want)
 	}
-	if picked == 0 || upserted == 0 {
-		t.Fatalf("both paths should run under contention: picked %d, upserted %d", picked, upserted)
+	if got, want := updated+inserted, workers*per; got != want {
+		t.Fatalf("rows written: got %d updated + %d inserted; want %d in all", updated, inserted, want)
 	}
 	var rows int
 	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM counter_slots WHERE key = 'post:hot'`).Scan(&rows); err != nil {
@@ -76,7 +76,10 @@ func TestApplyOneHotKey(t *testing.T) {
 	if rows < 2 || rows > 8 {
 		t.Fatalf("slot rows: got %d; want 2..8 (spread over slots, bounded by Slots)", rows)
 	}
-	t.Logf("picked %d, upserted %d, slot rows %d", picked, upserted, rows)
+	if inserted != rows {
+		t.Fatalf("inserted: got %d; want %d (one per slot row)", inserted, rows)
+	}
+	t.Logf("updated %d, inserted %d, slot rows %d", updated, inserted, rows)
 }
 
 func TestApplySpreadKeys(t *testing.T) {
