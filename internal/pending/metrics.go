@@ -11,6 +11,7 @@ type bufferMetrics struct {
 	replayedRounds *metrics.Counter
 	flushDuration  *metrics.Histogram
 	batchKeys      *metrics.Histogram
+	keysWritten    *metrics.Counter
 }
 
 func newBufferMetrics(set *metrics.Set, b *Buffer) bufferMetrics {
@@ -25,5 +26,8 @@ func newBufferMetrics(set *metrics.Set, b *Buffer) bufferMetrics {
 		replayedRounds: set.NewCounter(`counterd_replayed_rounds_total`),
 		flushDuration:  set.NewHistogram(`counterd_flush_duration_seconds`),
 		batchKeys:      set.NewHistogram(`counterd_flush_batch_keys`),
+		// One slot row written per key of a committed round; with
+		// counterd_increments_accepted_total it gives rows per increment.
+		keysWritten: set.NewCounter(`counterd_flush_keys_total`),
 	}
 }

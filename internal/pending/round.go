@@ -164,6 +164,8 @@ func (b *Buffer) commitOldest(ctx context.Context) error {
 	if res.Duplicate {
 		b.m.duplicates.Inc()
 		b.opts.Logger.Info("round was already committed; skipped", "round", r.seq)
+	} else {
+		b.m.keysWritten.Add(len(batch))
 	}
 	// A round may span several segments when the journal had to move past
 	// a broken one; they all lie after the previous round.
