@@ -9,13 +9,14 @@
 //
 // Without a Rate every connection is a closed loop: it sends a pipeline,
 // waits for its replies and sends the next. With a Rate, each connection
-// sends a pipeline at fixed intervals (Rate/Clients commands per second
-// each) and latency is measured from the time the pipeline was scheduled
-// to go, not from when it went, so a server that falls behind shows its
-// queueing delay rather than hiding it (no coordinated omission). A
-// connection still has at most one pipeline in flight, so a server slower
-// than the offered rate is offered less: compare Result.Rate with the rate
-// asked for.
+// has a fixed schedule (Rate/Clients commands per second each) and latency
+// is measured from the time a pipeline was due, not from when it went, so
+// a server that falls behind shows its queueing delay rather than hiding
+// it (no coordinated omission). Because Go's timers can wake a millisecond
+// late, a client sends up to a millisecond before the due time, and then
+// only the round trip counts. A connection still has at most one pipeline
+// in flight, so a server slower than the offered rate is offered less:
+// compare Result.Rate with the rate asked for.
 package loadgen
 
 import (

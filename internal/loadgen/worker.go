@@ -12,6 +12,11 @@ import (
 	"github.com/counterd/counterd/internal/latency"
 )
 
+// timerSlack is how early a paced client may send: Go's timers round
+// sub-millisecond waits up to a millisecond on Linux, so a client that
+// slept until the due time would charge that to the server.
+const timerSlack = time.Millisecond
+
 // worker is one connection's loop. Everything it needs per command is
 // allocated once in newWorker.
 type worker struct {
@@ -58,7 +63,7 @@ func (w *worker) run(ctx context.Context, remaining *atomic.Int64, deadline time
 			return nil
 		}
 		if w.interval > 0 {
-			if wait := time.Until(w.due); wait > 0 {
+			if wait := time.Until(w.due) - timerSlack; wait > 0 {
 				timer.Reset(wait)
 				select {
 				case <-timer.C:
@@ -88,7 +93,11 @@ func (w *worker) run(ctx context.Context, remaining *atomic.Int64, deadline time
 		}
 		t0 := time.Now()
 		if w.interval > 0 {
-			t0 = w.due
+			// Late: charge the delay from the due time. Early (within
+			// timerSlack): time the round trip only.
+			if w.due.Before(t0) {
+				t0 = w.due
+			}
 			w.due = w.due.Add(w.interval)
 		}
 		if _, err := conn.Write(buf); err != nil {
