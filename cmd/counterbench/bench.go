@@ -202,6 +202,10 @@ func (b *bench) add(r report.Row, err error) {
 		b.failures++
 		b.progress.note(fmt.Sprintf("%s %s c=%d failed: %v", r.Approach, r.Keys, r.Clients, err))
 	}
+	if r.Checked && !r.Exact() && !r.Estimate && r.Approach != "naive" {
+		b.progress.note(fmt.Sprintf("WARNING: %s %s c=%d stored %d for %d increments acknowledged",
+			r.Approach, r.Keys, r.Clients, r.Stored, r.Increments))
+	}
 	b.rows = append(b.rows, r)
 }
 

@@ -232,6 +232,52 @@ func TestRunShort(t *testing.T) {
 	}
 }
 
+// TestMissingRedis points the run at redis tools that do not exist: the
+// rows that need them say why they are missing, and the run succeeds. Not
+// parallel: it starts counterd, which TestRunShort's check would see.
+func TestMissingRedis(t *testing.T) {
+	db := pgtest.New(t, pgtest.Options{NoMigrate: true, MaxConns: 2})
+	out := t.TempDir()
+	env := append(shortEnv(t, db, out),
+		"COUNTERBENCH_REDIS_SERVER=/nonexistent/redis-server", "COUNTERBENCH_REDIS_BENCHMARK=/nonexistent/redis-benchmark",
+		"COUNTERBENCH_APPROACHES=redis-p16", "COUNTERBENCH_KEYS=hot", "COUNTERBENCH_CLIENTS=1",
+		"COUNTERBENCH_SECTIONS=matrix,ingest,latency", "COUNTERBENCH_DURATION=100ms")
+	var stderr bytes.Buffer
+	if err := run(context.Background(), nil, env, &bytes.Buffer{}, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	rows := readCSV(t, filepath.Join(out, report.CSVFile))
+	if len(rows) != 1+4+2 {
+		t.Fatalf("%d rows; want 7", len(rows))
+	}
+	for _, r := range rows {
+		name := r["section"] + " " + r["approach"]
+		var want string
+		switch {
+		case r["section"] == report.Ingest:
+			want = "redis-benchmark not found"
+		case r["approach"] != "counterd":
+			want = "redis-server not found"
+		}
+		if want == "" {
+			if r["missing"] != "false" || r["exact"] != "true" {
+				t.Errorf("%s: missing %s exact %s (%s); want measured and exact", name, r["missing"], r["exact"], r["note"])
+			}
+			continue
+		}
+		if r["missing"] != "true" || !strings.Contains(r["note"], want) {
+			t.Errorf("%s: missing %s, note %q; want missing saying %q", name, r["missing"], r["note"], want)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(out, report.MarkdownFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(md, []byte("| Redis | not installed: /nonexistent/redis-server not found")) {
+		t.Errorf("bench.md does not say redis-server is missing:\n%s", md)
+	}
+}
+
 // cancelOn cancels a context once a line containing marker is written.
 type cancelOn struct {
 	mu     sync.Mutex

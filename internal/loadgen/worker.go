@@ -17,6 +17,9 @@ import (
 // slept until the due time would charge that to the server.
 const timerSlack = time.Millisecond
 
+// maxRounds bounds one connection's pipelines whatever the clock says.
+const maxRounds = 1 << 32
+
 // worker is one connection's loop. Everything it needs per command is
 // allocated once in newWorker.
 type worker struct {
@@ -58,7 +61,7 @@ func (w *worker) run(ctx context.Context, remaining *atomic.Int64, deadline time
 	}
 	rd := bufio.NewReaderSize(conn, 64<<10)
 	buf := make([]byte, 0, 64<<10)
-	for i := 0; ; {
+	for i, rounds := 0, 0; rounds < maxRounds; rounds++ {
 		if !deadline.IsZero() && (time.Now().After(deadline) || (w.interval > 0 && !w.due.Before(deadline))) {
 			return nil
 		}
@@ -116,6 +119,7 @@ func (w *worker) run(ctx context.Context, remaining *atomic.Int64, deadline time
 		}
 		w.lat.Record(time.Since(t0))
 	}
+	return nil
 }
 
 // readReply reads one reply and reports whether it was not an error.
