@@ -35,6 +35,7 @@ import (
 
 // Config describes one load.
 type Config struct {
+	// Network and Addr name the server, as net.Dial takes them.
 	Network, Addr string
 	// Clients is the number of connections (default 1).
 	Clients int

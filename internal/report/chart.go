@@ -45,8 +45,9 @@ func WriteChart(w io.Writer, r *Report) error {
 	legend.Top, legend.Left = true, true
 	legend.TextStyle.Font.Size = vg.Points(10)
 	panels := make([]*plot.Plot, len(dists))
+	inLegend := map[string]bool{}
 	for i, d := range dists {
-		p, err := panel(d, r, rows, lo, hi, i == 0, &legend)
+		p, err := panel(d, r, rows, lo, hi, inLegend, &legend)
 		if err != nil {
 			return err
 		}
@@ -66,7 +67,9 @@ func WriteChart(w io.Writer, r *Report) error {
 	return err
 }
 
-func panel(d Dist, r *Report, rows []Row, lo, hi float64, first bool, legend *plot.Legend) (*plot.Plot, error) {
+// panel draws one distribution's lines, adding each approach to the
+// shared legend the first time one is drawn.
+func panel(d Dist, r *Report, rows []Row, lo, hi float64, inLegend map[string]bool, legend *plot.Legend) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "keys: " + d.Name
 	p.X.Label.Text = "clients"
@@ -111,7 +114,8 @@ func panel(d Dist, r *Report, rows []Row, lo, hi float64, first bool, legend *pl
 		line.Dashes = plotutil.Dashes(i / len(palette))
 		points.Color, points.Shape = col, plotutil.Shape(i)
 		p.Add(line, points)
-		if first {
+		if !inLegend[a.Name] {
+			inLegend[a.Name] = true
 			legend.Add(a.Name, line, points)
 		}
 	}
