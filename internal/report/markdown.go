@@ -140,7 +140,7 @@ func paced(b *bufio.Writer, r *Report) {
 		return
 	}
 	fmt.Fprintf(b, "## Latency at an offered rate\n\n")
-	fmt.Fprintf(b, "Unpipelined clients each sending at a fixed pace; latency is measured from when a command was due to be sent, so queueing in the server counts.\n\n")
+	fmt.Fprintf(b, "Unpipelined clients each sending on a fixed schedule. Latency is measured from when a command was due, so a server that falls behind is charged its queueing; a client may send up to 1 ms early (Go timers wake that late), and then only the round trip counts. An achieved rate below the offered one means the server could not keep up.\n\n")
 	var body [][]string
 	for _, x := range rows {
 		if x.Missing {
