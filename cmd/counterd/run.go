@@ -152,7 +152,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 			}
 			return nil
 		}
-		addr, _, err := admin.Serve(ctx, cfg.MetricsAddr, admin.Handler([]*metrics.Set{set}, ready))
+		addr, _, err := admin.Serve(ctx, cfg.MetricsAddr, admin.Handler([]*metrics.Set{set}, ready, cfg.Pprof))
 		if err != nil {
 			ln.Close()
 			return err

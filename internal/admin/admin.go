@@ -1,7 +1,7 @@
 // Package admin serves counterd's operational HTTP endpoints: /metrics in
-// Prometheus text format, /healthz (the process is up) and /readyz (the
-// database answers). It binds to loopback by default because metrics name
-// keys nobody outside the host needs to see.
+// Prometheus text format, /healthz (the process is up), /readyz (the
+// database answers) and, when enabled, /debug/pprof. It binds to loopback
+// by default because metrics name keys nobody outside the host needs to see.
 package admin
 
 import (
@@ -10,15 +10,23 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 )
 
 // Handler returns the mux. ready reports whether the daemon can reach its
-// database; nil means always ready.
-func Handler(sets []*metrics.Set, ready func(context.Context) error) http.Handler {
+// database; nil means always ready. profile adds Go's /debug/pprof
+// endpoints, for profiling a running daemon.
+func Handler(sets []*metrics.Set, ready func(context.Context) error, profile bool) http.Handler {
 	mux := http.NewServeMux()
+	if profile {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	}
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		for _, s := range sets {

@@ -15,6 +15,7 @@ type Counterd struct {
 	// 0600 because anyone who can write the socket can change counts.
 	SocketMode  Mode   `env:"COUNTERD_SOCKET_MODE" envDefault:"0600" help:"permission bits of the socket, octal"`
 	MetricsAddr string `env:"COUNTERD_METRICS_ADDR" envDefault:"127.0.0.1:9464" help:"HTTP address for /metrics, /healthz, /readyz (empty disables)"`
+	Pprof       bool   `env:"COUNTERD_PPROF" envDefault:"false" help:"also serve Go's /debug/pprof profiles on the metrics address"`
 
 	// Relative by default so a laptop run needs no setup; production
 	// should name a persistent absolute path (not /tmp).

@@ -15,6 +15,11 @@ import (
 // whenever a waiter asks, and each fsync covers everything written before
 // it started. It gives up when ctx is done. Any error means the record
 // reached the kernel but may not survive power loss.
+// SyncsEachAppend reports whether WaitDurable waits for an fsync (mode
+// always); in the other modes a record is as durable as promised once
+// appended.
+func (j *Journal) SyncsEachAppend() bool { return j.mode == FsyncAlways }
+
 func (j *Journal) WaitDurable(ctx context.Context, pos Position) error {
 	if j.mode != FsyncAlways {
 		return nil

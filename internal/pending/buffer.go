@@ -417,6 +417,10 @@ func (b *Buffer) WaitCommitted(ctx context.Context, seq uint64) error {
 	}
 }
 
+// DurableOnAppend reports whether an accepted group is already as durable
+// as promised, so WaitDurable would return at once.
+func (b *Buffer) DurableOnAppend() bool { return b.jr == nil || !b.jr.SyncsEachAppend() }
+
 // WaitDurable returns once t's journal record is as durable as the
 // journal's fsync mode promises.
 func (b *Buffer) WaitDurable(ctx context.Context, t Ticket) error {

@@ -58,12 +58,16 @@ var errNotCommitted = errors.New("not confirmed committed")
 
 // confirm waits for what the acknowledgement mode promises.
 func (s *Server) confirm(ctx context.Context, t pending.Ticket) error {
+	waitCommit := s.opts.AckCommit && t.Recorded > 0
+	if !waitCommit && s.buf.DurableOnAppend() {
+		return nil // the common case, without a timer per group
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	if err := s.buf.WaitDurable(ctx, t); err != nil {
 		return fmt.Errorf("journal fsync: %w", err)
 	}
-	if s.opts.AckCommit && t.Recorded > 0 {
+	if waitCommit {
 		if err := s.buf.WaitCommitted(ctx, t.Seq); err != nil {
 			return fmt.Errorf("%w within %s: %w", errNotCommitted, s.opts.Timeout, err)
 		}

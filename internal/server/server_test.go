@@ -5,6 +5,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/resp"
 )
@@ -54,6 +55,44 @@ func BenchmarkIncrPath(b *testing.B) {
 					continue
 				}
 				_ = sess.exec(ctx, args)
+			}
+		})
+	}
+}
+
+// BenchmarkIncrUnpipelined is one unpipelined client's INCR through the
+// whole accept path with the journal on: parse, group of one, one journal
+// append (a write(2) to the segment), reply. It must not allocate.
+func BenchmarkIncrUnpipelined(b *testing.B) {
+	for _, mode := range []journal.FsyncMode{journal.FsyncNo, journal.FsyncEverySec} {
+		b.Run(mode.String(), func(b *testing.B) {
+			jr, _, err := journal.Open(journal.Options{Dir: b.TempDir(), Fsync: mode})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer jr.Close()
+			s := New(pending.New(nil, pending.Options{Journal: jr}), Options{})
+			cmd := []byte("*2\r\n$4\r\nINCR\r\n$7\r\npost:42\r\n")
+			rd := resp.NewReader(&loop{data: cmd}, 4096)
+			sess := &session{s: s, out: make([]byte, 0, 4096)}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := rd.Fill(); err != nil {
+					b.Fatal(err)
+				}
+				for {
+					args, ok, err := rd.Next()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !ok {
+						break
+					}
+					_ = sess.exec(ctx, args)
+				}
+				sess.endGroup(ctx)
+				sess.out = sess.out[:0]
 			}
 		})
 	}
