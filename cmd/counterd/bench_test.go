@@ -13,7 +13,7 @@ import (
 // pipelined clients (16 commands per round trip, 100,000 random keys)
 // with the journal off and in each fsync mode, in one run:
 //
-//	make bench BENCH=JournalCost
+//	make gobench BENCH=JournalCost
 //
 // ops/s and p99 are reported as custom metrics; ns/op is their inverse.
 func BenchmarkJournalCost(b *testing.B) {

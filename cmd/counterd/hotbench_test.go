@@ -18,7 +18,7 @@ import (
 // viral key plus a Zipf tail over a million keys (a third of the events go
 // to the viral key), in one run:
 //
-//	make bench BENCH=HotKeys   # HOTBENCH_SECONDS=60 by default
+//	make gobench BENCH=HotKeys   # HOTBENCH_SECONDS=60 by default
 //
 // It reports, per strategy, slot rows written and journal bytes per
 // second, the viral key's 95% error bound after 1 s, 10 s and the whole
