@@ -84,7 +84,7 @@ func (b *bench) maxConns() int {
 }
 
 func (b *bench) needsCounterd() bool {
-	if b.cfg.runs("ingest") || b.cfg.runs("latency") {
+	if b.cfg.runs("ingest") || b.cfg.runs("latency") || b.cfg.runs("sustain") {
 		return true
 	}
 	return slices.ContainsFunc(b.cfg.Approaches, func(name string) bool {
@@ -142,6 +142,9 @@ func (b *bench) run(ctx context.Context) (*report.Report, error) {
 	for _, name := range b.cfg.Approaches {
 		a, _ := lookupApproach(name)
 		rep.Approaches = append(rep.Approaches, report.Approach{Name: a.name, Summary: a.summary})
+		if a.name == baseline {
+			rep.Baseline = baseline
+		}
 	}
 	for _, d := range b.cfg.dists() {
 		rep.Dists = append(rep.Dists, report.Dist{Name: d.String(), Summary: d.Describe(b.cfg.Keyspace)})
@@ -158,6 +161,7 @@ func (b *bench) run(ctx context.Context) (*report.Report, error) {
 		{"ceiling", b.ceiling},
 		{"ingest", b.ingest},
 		{"latency", b.latency},
+		{"sustain", b.sustain},
 	} {
 		if !b.cfg.runs(s.name) {
 			continue
@@ -190,6 +194,9 @@ func (b *bench) cells() int {
 	}
 	if b.cfg.runs("latency") {
 		n += 2
+	}
+	if b.cfg.runs("sustain") {
+		n++
 	}
 	return n
 }

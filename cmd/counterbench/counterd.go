@@ -108,36 +108,51 @@ func (c *counterdServer) flush(ctx context.Context) error {
 	return nil
 }
 
-// slotRows reads how many slot rows counterd's committed rounds wrote; ok
-// is false when counterd does not say (no metrics listener, or no round
-// committed yet).
-func (c *counterdServer) slotRows(ctx context.Context) (n float64, ok bool, err error) {
+// scrape reads counterd's unlabelled metrics; nil when counterd logged no
+// metrics listener.
+func (c *counterdServer) scrape(ctx context.Context) (map[string]float64, error) {
 	if c.metrics == "" {
-		return 0, false, nil
+		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.metrics+"/metrics", nil)
 	if err != nil {
-		return 0, false, err
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, false, fmt.Errorf("scrape counterd metrics: %w", err)
+		return nil, fmt.Errorf("scrape counterd metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	m, err := parseMetrics(resp.Body)
 	if err != nil {
-		return 0, false, fmt.Errorf("scrape counterd metrics: %w", err)
+		return nil, fmt.Errorf("scrape counterd metrics: %w", err)
 	}
+	return m, nil
+}
+
+// slotRows reads how many slot rows counterd's committed rounds wrote; ok
+// is false when counterd does not say (no metrics listener, or no round
+// committed yet).
+func (c *counterdServer) slotRows(ctx context.Context) (n float64, ok bool, err error) {
+	m, err := c.scrape(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	n, ok = slotRowsOf(m)
+	return n, ok, nil
+}
+
+func slotRowsOf(m map[string]float64) (float64, bool) {
 	if v, ok := m["counterd_flush_keys_total"]; ok {
-		return v, true, nil
+		return v, true
 	}
 	// Before counterd counted slot rows itself, the batch-size
 	// histogram's sum was the same number; the histogram appears with
 	// its first round.
 	v, ok := m["counterd_flush_batch_keys_sum"]
-	return v, ok, nil
+	return v, ok
 }
 
 // parseMetrics reads the unlabelled samples of Prometheus text format.
@@ -193,7 +208,7 @@ func (b *bench) counterdMeasure(ctx context.Context, row *report.Row, load loadg
 }
 
 // counterdAround runs measure between two readings of counterd's total and
-// slot-row count, with a FLUSH before the second.
+// slot-row count, with a FLUSH before the second, timed as row.Drain.
 func (b *bench) counterdAround(ctx context.Context, srv *counterdServer, row *report.Row, measure func() error) error {
 	// Before the first committed round there is nothing to count yet.
 	rowsBefore, _, err := srv.slotRows(ctx)
@@ -207,9 +222,11 @@ func (b *bench) counterdAround(ctx context.Context, srv *counterdServer, row *re
 	if err := measure(); err != nil {
 		return err
 	}
+	drainStart := time.Now()
 	if err := srv.flush(ctx); err != nil {
 		return err
 	}
+	row.Drain = time.Since(drainStart)
 	after, err := b.counterdTotal(ctx)
 	if err != nil {
 		return err

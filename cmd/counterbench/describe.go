@@ -3,27 +3,58 @@ package main
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/keyspace"
 	"github.com/counterd/counterd/internal/pattern"
 	"github.com/counterd/counterd/internal/process"
 )
 
-// command is the shell command that reproduces the run: every
-// COUNTERBENCH_ and COUNTERD_ variable that was set, then make bench.
+// command is the shell command that reproduces the run: make bench with
+// every COUNTERBENCH_ variable whose value differs from its default, and
+// every COUNTERD_ variable that reaches counterd.
 func (b *bench) command() string {
+	// run has loaded b.environ already; were it to fail here, every
+	// variable would count as set, which still reproduces the run.
+	set, _ := config.Load[settings](b.environ)
+	defaults, _ := config.Load[settings]([]string{"DATABASE_URL=x"})
 	var vars []string
 	for _, kv := range b.environ {
-		if strings.HasPrefix(kv, "COUNTERBENCH_") || strings.HasPrefix(kv, "COUNTERD_") {
-			k, v, _ := strings.Cut(kv, "=")
-			vars = append(vars, k+"="+shellQuote(v))
+		k, v, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(k, "COUNTERBENCH_"):
+			if !differs(set, defaults, k) {
+				continue
+			}
+		case strings.HasPrefix(k, "COUNTERD_"):
+			if slices.Contains(counterdOwn, k) {
+				continue // the run sets it
+			}
+		default:
+			continue
 		}
+		vars = append(vars, k+"="+shellQuote(v))
 	}
 	slices.Sort(vars)
 	return strings.Join(append(vars, "make bench"), " ")
+}
+
+// differs reports whether the setting read from variable name has another
+// value in a than in b, once both are validated (so "8,1" equals "1,8").
+// A variable counterbench does not read changes nothing.
+func differs(a, b settings, name string) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	t := va.Type()
+	for i := range t.NumField() {
+		if env, _, _ := strings.Cut(t.Field(i).Tag.Get("env"), ","); env == name {
+			return !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface())
+		}
+	}
+	return false
 }
 
 func shellQuote(s string) string {
@@ -94,6 +125,10 @@ func (b *bench) describeSettings() [][2]string {
 	}
 	if c.runs("latency") {
 		s = append(s, [2]string{"latency", fmt.Sprintf("%d unpipelined clients offering %.0f INCR/s in total for %v, uniform keys", c.LatencyClients, c.LatencyRate, c.Duration)})
+	}
+	if c.runs("sustain") {
+		s = append(s, [2]string{"sustain", fmt.Sprintf("%d clients, %d INCR per round trip, offering %.0f INCR/s in total for %v, %s keys; counterd's /metrics read every %v",
+			sustainClients, sustainPipeline, c.SustainRate, c.SustainDuration, sustainKeys, sampleEvery)})
 	}
 	return s
 }

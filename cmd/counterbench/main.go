@@ -4,9 +4,11 @@
 // LOCKED slots, probabilistic increments), counterd over its socket, and
 // redis-server for reference, at several concurrencies and key
 // distributions; then PostgreSQL's multi-row upsert ceiling, a
-// redis-benchmark ingest run and latency at an offered rate. It writes
-// bench.md, bench.csv and bench.png. Run "counterbench -h" for its
-// settings; "make bench" provides PostgreSQL and redis-server.
+// redis-benchmark ingest run, latency at an offered rate and a sustained
+// load on counterd that watches whether PostgreSQL keeps up. It writes
+// bench.md, bench.csv and bench.png, and sustain.png and sustain.csv for
+// the sustained load. Run "counterbench -h" for its settings; "make
+// bench" provides PostgreSQL and redis-server.
 package main
 
 import (

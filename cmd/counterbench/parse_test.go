@@ -66,14 +66,24 @@ func TestWithSearchPath(t *testing.T) {
 	f("host=/tmp dbname=x", "host=/tmp dbname=x search_path=bench")
 }
 
-func TestCommandQuotes(t *testing.T) {
+func TestCommand(t *testing.T) {
 	t.Parallel()
-	b := &bench{environ: []string{"HOME=/root", "COUNTERBENCH_KEYS=hot,zipf", "COUNTERD_FSYNC=always", "COUNTERBENCH_OUT=my results", "DATABASE_URL=secret"}}
-	got := b.command()
-	want := "COUNTERBENCH_KEYS=hot,zipf COUNTERBENCH_OUT='my results' COUNTERD_FSYNC=always make bench"
-	if got != want {
-		t.Fatalf("got %q; want %q", got, want)
+	f := func(environ []string, want string) {
+		t.Helper()
+		b := &bench{environ: append([]string{"HOME=/root", "DATABASE_URL=secret"}, environ...)}
+		if got := b.command(); got != want {
+			t.Errorf("environ %v: got %q; want %q", environ, got, want)
+		}
 	}
+	f([]string{"COUNTERBENCH_KEYS=hot,zipf", "COUNTERD_FSYNC=always", "COUNTERBENCH_OUT=my results"},
+		"COUNTERBENCH_KEYS=hot,zipf COUNTERBENCH_OUT='my results' COUNTERD_FSYNC=always make bench")
+	// Defaults, however spelled, are left out; so are settings the run
+	// gives counterd itself and variables counterbench does not read.
+	f([]string{"COUNTERBENCH_DURATION=5000ms", "COUNTERBENCH_CLIENTS=64,32,8,1,1", "COUNTERBENCH_KEYS=Hot,zipf,uniform",
+		"COUNTERBENCH_APPROACHES=all", "COUNTERBENCH_SECTIONS=", "COUNTERBENCH_SUSTAIN_RATE=150000", "COUNTERBENCH_REDIS_SERVER=",
+		"COUNTERD_SOCKET=/tmp/x.sock", "COUNTERBENCH_NOTHING=1"}, "make bench")
+	f([]string{"COUNTERBENCH_SUSTAIN_DURATION=5s", "COUNTERBENCH_CLIENTS=8,1"},
+		"COUNTERBENCH_CLIENTS=8,1 COUNTERBENCH_SUSTAIN_DURATION=5s make bench")
 }
 
 func TestProgress(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/report"
@@ -20,7 +21,8 @@ const usage = `usage: counterbench
 
 Measures counting into PostgreSQL: the patterns an application can use on
 its own, counterd, and redis-server for reference. Writes bench.md,
-bench.csv and bench.png into COUNTERBENCH_OUT. "make bench" builds
+bench.csv and bench.png (and, for the sustain section, sustain.png and
+sustain.csv) into COUNTERBENCH_OUT. "make bench" builds
 counterd, starts a throwaway PostgreSQL and runs this.
 
 Settings come from the environment:
@@ -52,8 +54,11 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		if err := report.Write(cfg.Out, rep); err != nil {
 			return errors.Join(runErr, err)
 		}
-		fmt.Fprintf(stdout, "wrote %s, %s and %s\n",
-			filepath.Join(cfg.Out, report.MarkdownFile), filepath.Join(cfg.Out, report.CSVFile), filepath.Join(cfg.Out, report.ChartFile))
+		var paths []string
+		for _, f := range rep.Files() {
+			paths = append(paths, filepath.Join(cfg.Out, f))
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", strings.Join(paths, ", "))
 	}
 	return runErr
 }

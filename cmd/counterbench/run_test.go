@@ -43,7 +43,8 @@ func TestMain(m *testing.M) {
 }
 
 // shortEnv is a run small enough for CI: every approach and section, two
-// concurrencies, a small keyspace, 200 ms per cell.
+// concurrencies, a small keyspace, 200 ms per cell, a one-second sustained
+// load at a low rate.
 func shortEnv(t *testing.T, db *pgtest.DB, out string) []string {
 	return []string{
 		"DATABASE_URL=" + pgtest.URL(t),
@@ -56,6 +57,8 @@ func shortEnv(t *testing.T, db *pgtest.DB, out string) []string {
 		"COUNTERBENCH_INGEST_REQUESTS=16000",
 		"COUNTERBENCH_LATENCY_RATE=5000",
 		"COUNTERBENCH_LATENCY_CLIENTS=10",
+		"COUNTERBENCH_SUSTAIN_RATE=8000",
+		"COUNTERBENCH_SUSTAIN_DURATION=1s",
 	}
 }
 
@@ -127,7 +130,8 @@ func TestRunShort(t *testing.T) {
 	if left := children(t); len(left) > 0 {
 		t.Errorf("processes left running: %v", left)
 	}
-	if !strings.Contains(stderr.String(), "[1/70] naive hot c=1") || !strings.Contains(stderr.String(), "[70/70] latency redis-server") {
+	if !strings.Contains(stderr.String(), "[1/71] naive hot c=1") || !strings.Contains(stderr.String(), "[70/71] latency redis-server") ||
+		!strings.Contains(stderr.String(), "[71/71] sustain counterd") {
 		t.Errorf("progress lines missing from stderr:\n%s", stderr.String())
 	}
 
@@ -176,6 +180,19 @@ func TestRunShort(t *testing.T) {
 			if rw := num(t, r, "rows_written"); rw < 1 || rw > incr {
 				t.Errorf("%s: %d slot rows for %d increments; want 1..%d", name, rw, incr, incr)
 			}
+			if r["drain_seconds"] == "" || r["committed_rate"] == "" {
+				t.Errorf("%s: drain %q, committed rate %q; want both", name, r["drain_seconds"], r["committed_rate"])
+			}
+		} else if r["drain_seconds"] != "" || r["committed_rate"] != "" {
+			t.Errorf("%s: drain %q, committed rate %q; want neither", name, r["drain_seconds"], r["committed_rate"])
+		}
+		if r["section"] == report.Sustain {
+			// Whatever was stored went through at least one round.
+			if num(t, r, "rounds") < 1 || r["write_rows_per_s"] == "" || r["pending_max_second_half"] == "" ||
+				(r["keeps_up"] != "true" && r["keeps_up"] != "false") {
+				t.Errorf("%s: rounds %s, write rows/s %q, pending max %q, keeps up %q; want a round, a write speed and a verdict",
+					name, r["rounds"], r["write_rows_per_s"], r["pending_max_second_half"], r["keeps_up"])
+			}
 		}
 	}
 
@@ -196,13 +213,14 @@ func TestRunShort(t *testing.T) {
 		want["ingest/"+s+"/random of 100000/50"] = 2
 		want["latency/"+s+"/uniform/10"] = 1
 	}
+	want["sustain/counterd/zipf/50"] = 1
 	for k, n := range want {
 		if cells[k] != n {
 			t.Errorf("cell %s: %d rows; want %d", k, cells[k], n)
 		}
 	}
-	if len(rows) != 60+4+4+2 {
-		t.Errorf("%d rows; want 70", len(rows))
+	if len(rows) != 60+4+4+2+1 {
+		t.Errorf("%d rows; want 71", len(rows))
 	}
 
 	var inTable int64
@@ -217,18 +235,31 @@ func TestRunShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"Reproduce with", "make bench", "| PostgreSQL | ", "## Ceiling", "## Ingest", "## Latency", "skiplocked"} {
+	for _, s := range []string{"Reproduce with", "make bench", "| PostgreSQL | ", "## Ceiling", "## Ingest", "## Latency", "skiplocked",
+		"## Sustained load", "counterd, hot: committed increments per second", "| counterd-p16 ÷ atomic |"} {
 		if !bytes.Contains(md, []byte(s)) {
 			t.Errorf("bench.md lacks %q", s)
 		}
 	}
-	f, err := os.Open(filepath.Join(out, report.ChartFile))
+	for _, name := range []string{report.ChartFile, report.SustainChartFile} {
+		f, err := os.Open(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, format, err := image.Decode(f)
+		f.Close()
+		if err != nil || format != "png" {
+			t.Errorf("%s: %v, format %q; want a PNG", name, err, format)
+		}
+	}
+	f, err := os.Open(filepath.Join(out, report.SustainCSVFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, format, err := image.Decode(f); err != nil || format != "png" {
-		t.Fatalf("bench.png: %v, format %q; want a PNG", err, format)
+	samples, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(samples) < 2 {
+		t.Fatalf("sustain.csv: %v, %d records; want a header and at least one sample", err, len(samples))
 	}
 }
 
@@ -360,6 +391,8 @@ func TestHelpAndBadSettings(t *testing.T) {
 	f("COUNTERBENCH_SCHEMA", "COUNTERBENCH_SCHEMA=Robert'); DROP TABLE x")
 	f("COUNTERBENCH_INGEST_REQUESTS", "COUNTERBENCH_INGEST_REQUESTS=1000")
 	f("COUNTERBENCH_KEYSPACE", "COUNTERBENCH_KEYSPACE=0")
+	f("COUNTERBENCH_SUSTAIN_RATE", "COUNTERBENCH_SUSTAIN_RATE=0")
+	f("COUNTERBENCH_SUSTAIN_DURATION", "COUNTERBENCH_SUSTAIN_DURATION=-1s")
 	f("DATABASE_URL", "DATABASE_URL=")
 	if err := run(context.Background(), []string{"extra"}, nil, &out, &out); !errors.As(err, new(usageError)) {
 		t.Errorf("extra argument: %v; want a usage error", err)

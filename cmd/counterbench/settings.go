@@ -21,7 +21,7 @@ type settings struct {
 	// of hot.
 	Keyspace   uint64   `env:"COUNTERBENCH_KEYSPACE" envDefault:"1000000" help:"keys that zipf and uniform draw from"`
 	Approaches []string `env:"COUNTERBENCH_APPROACHES" envDefault:"all" help:"approaches to measure, comma-separated, or all"`
-	Sections   []string `env:"COUNTERBENCH_SECTIONS" envDefault:"matrix,ceiling,ingest,latency" help:"sections to run: matrix, ceiling, ingest, latency"`
+	Sections   []string `env:"COUNTERBENCH_SECTIONS" envDefault:"matrix,ceiling,ingest,latency,sustain" help:"sections to run: matrix, ceiling, ingest, latency, sustain"`
 	Out        string   `env:"COUNTERBENCH_OUT" envDefault:"results" help:"directory for bench.md, bench.csv and bench.png"`
 	Schema     string   `env:"COUNTERBENCH_SCHEMA" envDefault:"counterbench" help:"schema holding every table of the run, counterd's included"`
 
@@ -33,10 +33,14 @@ type settings struct {
 	LatencyRate    float64 `env:"COUNTERBENCH_LATENCY_RATE" envDefault:"50000" help:"increments per second offered in the latency section"`
 	LatencyClients int     `env:"COUNTERBENCH_LATENCY_CLIENTS" envDefault:"50" help:"unpipelined clients sharing that rate"`
 	CeilingBatch   int     `env:"COUNTERBENCH_CEILING_BATCH" envDefault:"10000" help:"distinct keys per statement in the ceiling section"`
+	// Long enough for several rounds to queue up if PostgreSQL cannot
+	// keep up, at a rate a busy web tier's counters might offer.
+	SustainRate     float64       `env:"COUNTERBENCH_SUSTAIN_RATE" envDefault:"150000" help:"increments per second offered to counterd in the sustain section"`
+	SustainDuration time.Duration `env:"COUNTERBENCH_SUSTAIN_DURATION" envDefault:"30s" help:"how long the sustain section runs"`
 }
 
 var (
-	sectionNames = []string{"matrix", "ceiling", "ingest", "latency"}
+	sectionNames = []string{"matrix", "ceiling", "ingest", "latency", "sustain"}
 	schemaName   = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 )
 
@@ -106,6 +110,10 @@ func (s *settings) Validate() error {
 		return bad("COUNTERBENCH_LATENCY_CLIENTS", "must be within 1..512")
 	case s.CeilingBatch < 1:
 		return bad("COUNTERBENCH_CEILING_BATCH", "must be at least 1")
+	case s.SustainRate <= 0:
+		return bad("COUNTERBENCH_SUSTAIN_RATE", "must be positive")
+	case s.SustainDuration <= 0:
+		return bad("COUNTERBENCH_SUSTAIN_DURATION", "must be positive")
 	}
 	return nil
 }

@@ -8,11 +8,16 @@ import (
 
 // Columns are bench.csv's header. Rates are per second, latencies in
 // microseconds; a column that does not apply to a row is empty.
+// drain_seconds and committed_rate are for counterd rows; the pending,
+// keeps_up, write and rounds columns for sustain rows.
 var Columns = []string{
 	"section", "approach", "keys", "clients", "pipeline", "seconds",
 	"increments", "errors", "incr_per_s", "offered_per_s", "p50_us", "p99_us",
 	"stored", "exact", "diff", "estimate_bound95",
-	"rows_written", "rows_per_incr", "rows_per_s", "missing", "note",
+	"rows_written", "rows_per_incr", "rows_per_s",
+	"drain_seconds", "committed_rate",
+	"pending_max_first_half", "pending_max_second_half", "keeps_up", "write_rows_per_s", "rounds",
+	"missing", "note",
 }
 
 // WriteCSV writes the header and one record per row.
@@ -34,29 +39,47 @@ func record(r Row) []string {
 	i := func(n int64) string { return strconv.FormatInt(n, 10) }
 	f := func(x float64, prec int) string { return strconv.FormatFloat(x, 'f', prec, 64) }
 	us := func(d int64) string { return f(float64(d)/1e3, 1) }
-	rec := []string{
-		r.Section, r.Approach, r.Keys, strconv.Itoa(r.Clients), strconv.Itoa(r.Pipeline), "",
-		"", "", "", "", "", "",
-		"", "", "", "",
-		"", "", "", strconv.FormatBool(r.Missing), r.Note,
+	v := map[string]string{
+		"section": r.Section, "approach": r.Approach, "keys": r.Keys,
+		"clients": strconv.Itoa(r.Clients), "pipeline": strconv.Itoa(r.Pipeline),
+		"missing": strconv.FormatBool(r.Missing), "note": r.Note,
 	}
-	if r.Missing {
-		return rec
-	}
-	rec[5] = f(r.Elapsed.Seconds(), 3)
-	rec[6], rec[7], rec[8] = i(r.Increments), i(r.Errors), f(r.Rate, 1)
-	if r.Offered > 0 {
-		rec[9] = f(r.Offered, 1)
-	}
-	rec[10], rec[11] = us(int64(r.P50)), us(int64(r.P99))
-	if r.Checked {
-		rec[12], rec[13], rec[14] = i(r.Stored), strconv.FormatBool(r.Exact()), i(r.Diff())
-		if r.Estimate {
-			rec[15] = i(r.Bound95)
+	if !r.Missing {
+		v["seconds"] = f(r.Elapsed.Seconds(), 3)
+		v["increments"], v["errors"], v["incr_per_s"] = i(r.Increments), i(r.Errors), f(r.Rate, 1)
+		if r.Offered > 0 {
+			v["offered_per_s"] = f(r.Offered, 1)
+		}
+		v["p50_us"], v["p99_us"] = us(int64(r.P50)), us(int64(r.P99))
+		if r.Checked {
+			v["stored"], v["exact"], v["diff"] = i(r.Stored), strconv.FormatBool(r.Exact()), i(r.Diff())
+			if r.Estimate {
+				v["estimate_bound95"] = i(r.Bound95)
+			}
+		}
+		if r.RowsWritten >= 0 {
+			v["rows_written"], v["rows_per_incr"], v["rows_per_s"] = i(r.RowsWritten), f(r.RowsPerIncrement(), 6), f(r.RowRate(), 1)
+		}
+		if r.Drain > 0 {
+			v["drain_seconds"] = f(r.Drain.Seconds(), 4)
+		}
+		if c := r.CommittedRate(); c >= 0 {
+			v["committed_rate"] = f(c, 1)
+		}
+		if first, second, ok := r.PendingMax(); ok {
+			v["pending_max_first_half"], v["pending_max_second_half"] = f(first, 0), f(second, 0)
+			v["keeps_up"] = strconv.FormatBool(r.KeepsUp())
+		}
+		if r.WriteRate > 0 {
+			v["write_rows_per_s"] = f(r.WriteRate, 1)
+		}
+		if r.Section == Sustain {
+			v["rounds"] = i(r.Rounds)
 		}
 	}
-	if r.RowsWritten >= 0 {
-		rec[16], rec[17], rec[18] = i(r.RowsWritten), f(r.RowsPerIncrement(), 6), f(r.RowRate(), 1)
+	rec := make([]string, len(Columns))
+	for n, c := range Columns {
+		rec[n] = v[c]
 	}
 	return rec
 }

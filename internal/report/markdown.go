@@ -37,6 +37,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	ceiling(b, r)
 	ingest(b, r)
 	paced(b, r)
+	sustain(b, r)
 	return b.Flush()
 }
 
@@ -46,7 +47,7 @@ func matrix(b *bufio.Writer, r *Report) {
 		return
 	}
 	fmt.Fprintf(b, "## Increments per second\n\n")
-	fmt.Fprintf(b, "Each cell runs every client in a closed loop (send one increment, or one pipeline, and wait for the reply) for the same duration. The approaches:\n\n")
+	fmt.Fprintf(b, "Each cell runs every client in a closed loop (send one increment, or one pipeline, and wait for the reply) for the same duration. These tables count increments acknowledged per second of load. counterd acknowledges an increment before PostgreSQL has it, so its cells end with a FLUSH, timed as the *drain*, and its *committed* rate is the increments stored divided by load plus drain: the rate at which increments reach the database. The approaches:\n\n")
 	for _, a := range r.Approaches {
 		fmt.Fprintf(b, "- **%s**: %s\n", a.Name, a.Summary)
 	}
@@ -66,23 +67,25 @@ func matrix(b *bufio.Writer, r *Report) {
 			body = append(body, line)
 		}
 		table(b, head, body)
+		committed(b, r, rows, d)
 	}
 	fmt.Fprintf(b, "![increments per second against clients](%s)\n\n", ChartFile)
 
 	fmt.Fprintf(b, "### Every cell\n\n")
-	fmt.Fprintf(b, "*total* compares what the store holds afterwards with the increments it acknowledged; *rows/incr* is database rows written per increment (counted by the client for the SQL approaches, from counterd's metrics for counterd).\n\n")
+	fmt.Fprintf(b, "*total* compares what the store holds afterwards with the increments it acknowledged; *rows/incr* is database rows written per increment (counted by the client for the SQL approaches, from counterd's metrics for counterd); *drain* is counterd's final FLUSH and *committed/s* the increments stored per second of load plus drain.\n\n")
 	var body [][]string
 	for _, x := range rows {
 		if x.Missing {
-			body = append(body, []string{x.Approach, x.Keys, strconv.Itoa(x.Clients), "—", "—", "—", "missing: " + x.Note, "—", "—"})
+			body = append(body, []string{x.Approach, x.Keys, strconv.Itoa(x.Clients), "—", "—", "—", "missing: " + x.Note, "—", "—", "—", "—"})
 			continue
 		}
 		body = append(body, []string{
 			x.Approach, x.Keys, strconv.Itoa(x.Clients), Thousands(int64(x.Rate)),
 			Duration(x.P50), Duration(x.P99), totalCell(x), rowsCell(x), Thousands(x.Errors),
+			drainCell(x), committedCell(&x),
 		})
 	}
-	table(b, []string{"approach", "keys", "clients", "incr/s", "p50", "p99", "total", "rows/incr", "errors"}, body)
+	table(b, []string{"approach", "keys", "clients", "incr/s", "p50", "p99", "total", "rows/incr", "errors", "drain", "committed/s"}, body)
 }
 
 func ceiling(b *bufio.Writer, r *Report) {
@@ -112,7 +115,7 @@ func ingest(b *bufio.Writer, r *Report) {
 		return
 	}
 	fmt.Fprintf(b, "## Ingest: redis-benchmark\n\n")
-	fmt.Fprintf(b, "The real `redis-benchmark -s SOCKET -c 50 -r 100000 -n N -P P incr post:__rand_int__` against counterd and against redis-server. counterd is then FLUSHed and its stored total compared with N.\n\n")
+	fmt.Fprintf(b, "The real `redis-benchmark -s SOCKET -c 50 -r 100000 -n N -P P incr post:__rand_int__` against counterd and against redis-server. counterd is then FLUSHed and its stored total compared with N; *committed/s* counts that FLUSH's time too.\n\n")
 	var body [][]string
 	for _, x := range rows {
 		ratio := "—"
@@ -124,14 +127,14 @@ func ingest(b *bufio.Writer, r *Report) {
 			}
 		}
 		if x.Missing {
-			body = append(body, []string{x.Approach, strconv.Itoa(x.Pipeline), "—", "—", "—", "missing: " + x.Note, "—"})
+			body = append(body, []string{x.Approach, strconv.Itoa(x.Pipeline), "—", "—", "—", "missing: " + x.Note, "—", "—"})
 			continue
 		}
 		body = append(body, []string{
-			x.Approach, strconv.Itoa(x.Pipeline), Thousands(int64(x.Rate)), Duration(x.P50), Duration(x.P99), totalCell(x), ratio,
+			x.Approach, strconv.Itoa(x.Pipeline), Thousands(int64(x.Rate)), Duration(x.P50), Duration(x.P99), totalCell(x), ratio, committedCell(&x),
 		})
 	}
-	table(b, []string{"server", "pipeline", "requests/s", "p50", "p99", "total", "counterd/redis"}, body)
+	table(b, []string{"server", "pipeline", "requests/s", "p50", "p99", "total", "counterd/redis", "committed/s"}, body)
 }
 
 func paced(b *bufio.Writer, r *Report) {
@@ -153,6 +156,57 @@ func paced(b *bufio.Writer, r *Report) {
 		})
 	}
 	table(b, []string{"server", "clients", "offered/s", "achieved/s", "p50", "p99", "total"}, body)
+}
+
+// committed writes, under a distribution's table, the committed rate of
+// every approach that drains, and that rate divided by the baseline's.
+func committed(b *bufio.Writer, r *Report, rows []Row, d Dist) {
+	var names []string
+	for _, a := range r.Approaches {
+		for _, c := range r.Clients {
+			if x := find(rows, a.Name, d.Name, c); x != nil && x.Drain > 0 {
+				names = append(names, a.Name)
+				break
+			}
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	head := []string{"approach"}
+	for _, c := range r.Clients {
+		head = append(head, "c="+strconv.Itoa(c))
+	}
+	var body [][]string
+	for _, n := range names {
+		line := []string{n}
+		for _, c := range r.Clients {
+			line = append(line, committedCell(find(rows, n, d.Name, c)))
+		}
+		body = append(body, line)
+	}
+	fmt.Fprintf(b, "counterd, %s: committed increments per second (load + final FLUSH)\n\n", d.Name)
+	table(b, head, body)
+	if r.Baseline == "" {
+		return
+	}
+	body = nil
+	for _, n := range names {
+		line := []string{n + " ÷ " + r.Baseline}
+		for _, c := range r.Clients {
+			cell := "—"
+			x, base := find(rows, n, d.Name, c), find(rows, r.Baseline, d.Name, c)
+			if x != nil && base != nil && !base.Missing && base.Rate > 0 {
+				if v := x.CommittedRate(); v >= 0 {
+					cell = times(v / base.Rate)
+				}
+			}
+			line = append(line, cell)
+		}
+		body = append(body, line)
+	}
+	fmt.Fprintf(b, "counterd's committed rate divided by %s's increments per second (%s commits each increment before acknowledging it), %s:\n\n", r.Baseline, r.Baseline, d.Name)
+	table(b, append([]string{"ratio"}, head[1:]...), body)
 }
 
 func section(rows []Row, name string) []Row {
@@ -184,6 +238,32 @@ func rateCell(r *Row) string {
 		return Thousands(int64(r.Rate)) + " (inexact)"
 	}
 	return Thousands(int64(r.Rate))
+}
+
+func committedCell(r *Row) string {
+	if r == nil || r.Missing {
+		return "—"
+	}
+	if v := r.CommittedRate(); v >= 0 {
+		return Thousands(int64(v))
+	}
+	return "—"
+}
+
+func drainCell(r Row) string {
+	if r.Drain <= 0 {
+		return "—"
+	}
+	return Duration(r.Drain)
+}
+
+// times formats a quotient: two significant digits below 10, whole
+// numbers above.
+func times(v float64) string {
+	if v >= 10 {
+		return fmt.Sprintf("%.0f×", v)
+	}
+	return fmt.Sprintf("%.2g×", v)
 }
 
 func totalCell(r Row) string {

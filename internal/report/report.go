@@ -2,16 +2,22 @@
 // for people (the machine, how to reproduce, then tables), bench.csv for
 // programs (one row per measured cell) and bench.png, a chart of
 // throughput against concurrency with one line per approach and one panel
-// per key distribution.
+// per key distribution. A run with a sustained load also gets
+// sustain.png, counterd's pending keys over time, and sustain.csv, every
+// metric sample behind it.
 //
 // A cell that could not run is still a row: Missing is set and Note says
 // why, so a reader never mistakes an absent tool for a slow one.
 package report
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +33,9 @@ const (
 	Ingest = "ingest"
 	// Latency cells are paced loads.
 	Latency = "latency"
+	// Sustain cells are a long paced load on counterd with its metrics
+	// sampled over time.
+	Sustain = "sustain"
 )
 
 // Row is one measured cell.
@@ -58,10 +67,35 @@ type Row struct {
 	// RowsWritten counts database rows written; -1 when the approach
 	// writes no database rows.
 	RowsWritten int64
+	// Drain is how long the final FLUSH took to commit what the load
+	// left pending; zero for approaches that commit before they
+	// acknowledge.
+	Drain time.Duration
+	// WriteRate is counterd's slot rows written per second of round
+	// commits (0 when unknown); Rounds counts the rounds committed.
+	// Both cover the load and the drain. Sustain rows only.
+	WriteRate float64
+	Rounds    int64
+	// Series is counterd's metrics sampled during the load, from its
+	// start to its end. Sustain rows only.
+	Series []Sample
 	// Missing says the cell could not run, and Note why. Note may also
 	// carry a remark on a cell that ran.
 	Missing bool
 	Note    string
+}
+
+// Sample is one scrape of counterd's metrics.
+type Sample struct {
+	// Seconds since the load started.
+	Seconds float64
+	// PendingKeys and QueuedRounds are gauges: keys accumulating for the
+	// next round, and rounds waiting for the database.
+	PendingKeys, QueuedRounds float64
+	// FlushKeys is counterd_flush_keys_total, FlushSeconds the sum of
+	// counterd_flush_duration_seconds, and BatchKeysSum and
+	// BatchKeysCount the sum and count of counterd_flush_batch_keys.
+	FlushKeys, FlushSeconds, BatchKeysSum, BatchKeysCount float64
 }
 
 // Exact reports whether the stored total equals the increments.
@@ -84,6 +118,16 @@ func (r Row) RowRate() float64 {
 		return -1
 	}
 	return float64(r.RowsWritten) / r.Elapsed.Seconds()
+}
+
+// CommittedRate is increments stored per second of load plus drain: the
+// rate at which increments reach the database, not just an
+// acknowledgement. It is -1 for rows without a drain.
+func (r Row) CommittedRate() float64 {
+	if !r.Checked || r.Drain <= 0 || r.Elapsed <= 0 {
+		return -1
+	}
+	return float64(r.Stored) / (r.Elapsed + r.Drain).Seconds()
 }
 
 // Approach names and describes one line of the matrix.
@@ -109,36 +153,71 @@ type Report struct {
 	Approaches []Approach
 	Dists      []Dist
 	Clients    []int
-	Rows       []Row
+	// Baseline names the approach whose rate counterd's committed rate
+	// is divided by; "" for none.
+	Baseline string
+	Rows     []Row
 }
 
-// Files are the names Write creates in its directory.
+// Files are the names Write creates in its directory; the sustain files
+// only for a report with a sustain row.
 const (
-	MarkdownFile = "bench.md"
-	CSVFile      = "bench.csv"
-	ChartFile    = "bench.png"
+	MarkdownFile     = "bench.md"
+	CSVFile          = "bench.csv"
+	ChartFile        = "bench.png"
+	SustainChartFile = "sustain.png"
+	SustainCSVFile   = "sustain.csv"
 )
 
-// Write creates dir and writes the Markdown, CSV and chart into it.
+type file struct {
+	name  string
+	write func(io.Writer, *Report) error
+}
+
+func (r *Report) files() []file {
+	out := []file{
+		{MarkdownFile, WriteMarkdown},
+		{CSVFile, func(w io.Writer, r *Report) error { return WriteCSV(w, r.Rows) }},
+		{ChartFile, WriteChart},
+	}
+	if len(section(r.Rows, Sustain)) > 0 {
+		out = append(out, file{SustainChartFile, WriteSustainChart}, file{SustainCSVFile, WriteSeriesCSV})
+	}
+	return out
+}
+
+// Files lists the names Write creates for r.
+func (r *Report) Files() []string {
+	var out []string
+	for _, f := range r.files() {
+		out = append(out, f.name)
+	}
+	return out
+}
+
+// Write creates dir and writes the Markdown, CSV and charts into it. It
+// removes sustain files an earlier run left when r has none, so bench.md
+// and the files beside it always come from the same run.
 func Write(dir string, r *Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	for _, f := range []struct {
-		name  string
-		write func(*os.File, *Report) error
-	}{
-		{MarkdownFile, func(f *os.File, r *Report) error { return WriteMarkdown(f, r) }},
-		{CSVFile, func(f *os.File, r *Report) error { return WriteCSV(f, r.Rows) }},
-		{ChartFile, func(f *os.File, r *Report) error { return WriteChart(f, r) }},
-	} {
+	files := r.files()
+	for _, stale := range []string{SustainChartFile, SustainCSVFile} {
+		if !slices.ContainsFunc(files, func(f file) bool { return f.name == stale }) {
+			if err := os.Remove(filepath.Join(dir, stale)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("remove stale %s: %w", stale, err)
+			}
+		}
+	}
+	for _, f := range files {
 		path := filepath.Join(dir, f.name)
-		file, err := os.Create(path)
+		fh, err := os.Create(path)
 		if err != nil {
 			return err
 		}
-		err = f.write(file, r)
-		if cerr := file.Close(); err == nil {
+		err = f.write(fh, r)
+		if cerr := fh.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
