@@ -73,7 +73,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 // the database; shutdown stops accepting, finishes every connection, then
 // flushes everything and closes the journal.
 func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgxpool.Pool) error {
-	store, err := slots.New(pool, slots.Options{Slots: cfg.Slots})
+	store, err := slots.New(pool, slots.Options{Slots: cfg.Slots, Writers: cfg.Writers})
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	var flushErr error
 	wg.Go(func() { flushErr = buf.Run(flushCtx, cfg.ShutdownTimeout) })
 
-	log.Info("counterd ready", "socket", cfg.Socket, "ack", cfg.Ack, "slots", cfg.Slots, "flush_interval", cfg.FlushInterval)
+	log.Info("counterd ready", "socket", cfg.Socket, "ack", cfg.Ack, "slots", cfg.Slots, "writers", cfg.Writers, "flush_interval", cfg.FlushInterval)
 	serveErr := srv.Serve(ctx, ln)
 	log.Info("stopped accepting; flushing", "pending_keys", buf.PendingKeys(), "queued_rounds", buf.QueuedRounds())
 	stopFlusher()

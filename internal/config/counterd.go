@@ -41,6 +41,7 @@ type Counterd struct {
 	HotMaxN     int     `env:"COUNTERD_HOT_MAX_N" envDefault:"1000" help:"largest sampling factor N"`
 
 	Slots      int `env:"COUNTERD_SLOTS" envDefault:"16" help:"slot rows one key may spread over"`
+	Writers    int `env:"COUNTERD_WRITERS" envDefault:"2" help:"transactions one flush round is split into, written at once (1..16)"`
 	DBMaxConns int `env:"COUNTERD_DB_MAX_CONNS" envDefault:"8" help:"PostgreSQL connections in the pool"`
 
 	ShutdownTimeout time.Duration `env:"COUNTERD_SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long to keep retrying the final flush"`
@@ -79,8 +80,10 @@ func (c *Counterd) Validate() error {
 		return &Error{"COUNTERD_HOT_MAX_N", "must be at least 1"}
 	case c.Slots < 1 || c.Slots > 32767:
 		return &Error{"COUNTERD_SLOTS", "must be 1..32767"}
-	case c.DBMaxConns < 1:
-		return &Error{"COUNTERD_DB_MAX_CONNS", "must be at least 1"}
+	case c.Writers < 1 || c.Writers > 16:
+		return &Error{"COUNTERD_WRITERS", "must be 1..16"}
+	case c.DBMaxConns <= c.Writers:
+		return &Error{"COUNTERD_DB_MAX_CONNS", "must exceed COUNTERD_WRITERS, so reads get a connection while a round is written"}
 	case c.ShutdownTimeout <= 0:
 		return &Error{"COUNTERD_SHUTDOWN_TIMEOUT", "must be positive"}
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
 )
@@ -19,11 +21,13 @@ import (
 // new rows (the upsert path). Compare with the harness's multi-row upsert
 // ceiling (cmd/counterbench).
 func BenchmarkApplyOnce(b *testing.B) {
-	for _, c := range []struct{ size, space int }{{10000, 1_000_000}, {10000, 20000}} {
+	for _, c := range []struct{ size, space, writers int }{
+		{10000, 1_000_000, 1}, {10000, 1_000_000, 2}, {10000, 20000, 1}, {10000, 20000, 2},
+	} {
 		size := c.size
-		b.Run(fmt.Sprintf("keys=%d/of=%d", c.size, c.space), func(b *testing.B) {
+		b.Run(fmt.Sprintf("keys=%d/of=%d/writers=%d", c.size, c.space, c.writers), func(b *testing.B) {
 			db := pgtest.New(b, pgtest.Options{})
-			s, err := slots.New(db.Pool, slots.Options{})
+			s, err := slots.New(db.Pool, slots.Options{Writers: c.writers})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -52,10 +56,13 @@ func BenchmarkApplyOnce(b *testing.B) {
 
 // BenchmarkUpsertCeiling is the fastest plain multi-row upsert of the same
 // rounds into a one-row-per-key table, with no slots, no identity and no
-// locking choice: the ceiling BenchmarkApplyOnce is measured against.
+// locking choice, from one connection or from two writing halves of each
+// round at once: the ceiling BenchmarkApplyOnce is measured against.
 func BenchmarkUpsertCeiling(b *testing.B) {
-	for _, c := range []struct{ size, space int }{{10000, 1_000_000}, {10000, 20000}} {
-		b.Run(fmt.Sprintf("keys=%d/of=%d", c.size, c.space), func(b *testing.B) {
+	for _, c := range []struct{ size, space, conns int }{
+		{10000, 1_000_000, 1}, {10000, 1_000_000, 2}, {10000, 20000, 1}, {10000, 20000, 2},
+	} {
+		b.Run(fmt.Sprintf("keys=%d/of=%d/conns=%d", c.size, c.space, c.conns), func(b *testing.B) {
 			db := pgtest.New(b, pgtest.Options{})
 			ctx := context.Background()
 			if _, err := db.Pool.Exec(ctx, `CREATE TABLE ceiling (key text PRIMARY KEY, n bigint NOT NULL)`); err != nil {
@@ -68,10 +75,17 @@ func BenchmarkUpsertCeiling(b *testing.B) {
 				b.StopTimer()
 				names, ns := distinctKeys(rng, c.size, c.space)
 				b.StartTimer()
-				_, err := db.Pool.Exec(ctx, `INSERT INTO ceiling AS c (key, n)
+				var g errgroup.Group
+				for part := range c.conns {
+					lo, hi := part*len(names)/c.conns, (part+1)*len(names)/c.conns
+					g.Go(func() error {
+						_, err := db.Pool.Exec(ctx, `INSERT INTO ceiling AS c (key, n)
 SELECT * FROM unnest($1::text[], $2::bigint[])
-ON CONFLICT (key) DO UPDATE SET n = c.n + excluded.n`, names, ns)
-				if err != nil {
+ON CONFLICT (key) DO UPDATE SET n = c.n + excluded.n`, names[lo:hi], ns[lo:hi])
+						return err
+					})
+				}
+				if err := g.Wait(); err != nil {
 					b.Fatal(err)
 				}
 				keys += len(names)

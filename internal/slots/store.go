@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,6 +21,11 @@ var ErrOverflow = errors.New("count would overflow int64")
 // DefaultSlots is the default number of slot rows a key may spread over.
 const DefaultSlots = 16
 
+// DefaultWriters is the default number of transactions a batch is split
+// into: two lets PostgreSQL use a second core without taking many
+// connections from a shared database.
+const DefaultWriters = 2
+
 // Delta is one key's net change in a batch.
 type Delta struct {
 	Key string
@@ -32,6 +38,9 @@ type Delta struct {
 type Options struct {
 	// Slots is how many slot rows one key may spread over (1..32767).
 	Slots int
+	// Writers is how many transactions ApplyOnce splits a batch into,
+	// run at once on as many connections (1..Lanes, default 2).
+	Writers int
 	// MaxAttempts bounds retries of a transaction that hit a deadlock or
 	// serialization failure (default 8).
 	MaxAttempts int
@@ -41,6 +50,7 @@ type Options struct {
 type Store struct {
 	pool        *pgxpool.Pool
 	slots       int
+	writers     int
 	maxAttempts int
 }
 
@@ -52,14 +62,23 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if opts.Slots < 1 || opts.Slots > 32767 {
 		return nil, fmt.Errorf("slots must be 1..32767, got %d", opts.Slots)
 	}
+	if opts.Writers == 0 {
+		opts.Writers = DefaultWriters
+	}
+	if opts.Writers < 1 || opts.Writers > Lanes {
+		return nil, fmt.Errorf("writers must be 1..%d, got %d", Lanes, opts.Writers)
+	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 8
 	}
-	return &Store{pool: pool, slots: opts.Slots, maxAttempts: opts.MaxAttempts}, nil
+	return &Store{pool: pool, slots: opts.Slots, writers: opts.Writers, maxAttempts: opts.MaxAttempts}, nil
 }
 
 // Slots returns how many slot rows one key may spread over.
 func (s *Store) Slots() int { return s.slots }
+
+// Writers returns how many transactions ApplyOnce runs at once.
+func (s *Store) Writers() int { return s.writers }
 
 // ApplyResult says how a batch was written.
 type ApplyResult struct {
@@ -68,10 +87,11 @@ type ApplyResult struct {
 	Updated int
 	// Inserted counts keys that created a slot row.
 	Inserted int
-	// Duplicate says the batch's identity was already recorded, so
-	// nothing was written.
+	// Duplicate says the batch's identity was already recorded for every
+	// lane, so nothing was written.
 	Duplicate bool
-	// Attempts is how many transactions it took (1 unless retried).
+	// Attempts is how many transactions it took (the number of writers
+	// unless some were retried).
 	Attempts int
 }
 
@@ -86,64 +106,139 @@ type BatchID struct {
 // recording an identity: a retry after a lost acknowledgement counts
 // twice. Daemons use ApplyOnce.
 func (s *Store) Apply(ctx context.Context, batch []Delta) (ApplyResult, error) {
-	return s.apply(ctx, nil, batch)
-}
-
-// ApplyOnce adds every delta and records id in the same transaction; a
-// batch whose id (or a later one of the same instance) is already recorded
-// writes nothing and reports Duplicate.
-func (s *Store) ApplyOnce(ctx context.Context, id BatchID, batch []Delta) (ApplyResult, error) {
-	return s.apply(ctx, &id, batch)
-}
-
-// apply sorts batch by key in place, because every writer must lock rows
-// in the same order, and writes it. Keys must be unique. Deadlocks and
-// serialization failures are retried; an int64 overflow returns an error
-// wrapping ErrOverflow and writes nothing.
-func (s *Store) apply(ctx context.Context, id *BatchID, batch []Delta) (ApplyResult, error) {
 	var res ApplyResult
-	if len(batch) == 0 && id == nil {
+	if len(batch) == 0 {
 		return res, nil
 	}
-	slices.SortFunc(batch, func(a, b Delta) int { return strings.Compare(a.Key, b.Key) })
-	keys := make([]string, len(batch))
-	deltas := make([]int64, len(batch))
-	vars := make([]float64, len(batch))
-	fallback := make([]int16, len(batch))
-	for i, d := range batch {
-		keys[i], deltas[i], vars[i] = d.Key, d.N, d.Var
-		fallback[i] = int16(rand.IntN(s.slots))
+	p := newPart(len(batch))
+	for _, d := range batch {
+		p.add(d, 0)
 	}
-	var instance *string
-	var seq int64
-	if id != nil {
-		instance, seq = &id.Instance, int64(id.Seq)
-	}
-	err := s.retry(ctx, &res.Attempts, func() error {
-		return s.pool.QueryRow(ctx, applyBatch, instance, seq, keys, deltas, vars, fallback).
-			Scan(&res.Updated, &res.Inserted, &res.Duplicate)
-	})
+	_, err := s.write(ctx, nil, 0, p, &res)
 	return res, err
 }
 
-// applyBatch calls the slotted write behind the identity check
-// (sql/004_set_based.up.sql).
-const applyBatch = `SELECT updated, inserted, duplicate
-FROM counterd_apply($1::text, $2::bigint, $3::text[], $4::bigint[], $5::float8[], $6::smallint[])`
+// ApplyOnce adds every delta exactly once per id: the keys are split by
+// lane over s.writers transactions, run at once, and each transaction
+// records id for its lanes. A lane whose id (or a later one of the same
+// instance) is already recorded is skipped, so a batch retried after some
+// or all of its transactions committed, or replayed after a crash, is
+// written once. On error some lanes may be committed; retry with the same
+// id.
+func (s *Store) ApplyOnce(ctx context.Context, id BatchID, batch []Delta) (ApplyResult, error) {
+	parts := make([]*part, s.writers)
+	for w := range parts {
+		parts[w] = newPart(len(batch)/s.writers + 1)
+		for l := w; l < Lanes; l += s.writers {
+			parts[w].lanes = append(parts[w].lanes, laneID(id.Instance, l))
+			parts[w].laneIndex[l] = int16(len(parts[w].lanes))
+		}
+	}
+	for _, d := range batch {
+		l := LaneOf(d.Key)
+		p := parts[l%s.writers]
+		p.add(d, p.laneIndex[l])
+	}
+	var (
+		wg      sync.WaitGroup
+		results = make([]ApplyResult, len(parts))
+		errs    = make([]error, len(parts))
+		doneAll = make([]bool, len(parts))
+	)
+	for w, p := range parts {
+		wg.Go(func() {
+			doneAll[w], errs[w] = s.write(ctx, p.lanes, int64(id.Seq), p, &results[w])
+		})
+	}
+	wg.Wait()
+	res := ApplyResult{Duplicate: true}
+	for w, r := range results {
+		res.Updated += r.Updated
+		res.Inserted += r.Inserted
+		res.Attempts += r.Attempts
+		res.Duplicate = res.Duplicate && doneAll[w]
+	}
+	if err := errors.Join(errs...); err != nil {
+		return res, err
+	}
+	return res, nil
+}
 
-// LastSeq returns the sequence number of the last batch instance
-// committed, or 0.
+// part is the keys one transaction writes, as the statement's arrays.
+type part struct {
+	lanes     []string     // lane identities this transaction records
+	laneIndex [Lanes]int16 // lane -> 1-based index into lanes
+	sorted    []Delta      // the deltas, sorted by write
+	keyLane   []int16      // per delta, its lane's index into lanes
+}
+
+func newPart(n int) *part {
+	return &part{sorted: make([]Delta, 0, n), keyLane: make([]int16, 0, n)}
+}
+
+func (p *part) add(d Delta, lane int16) {
+	p.sorted = append(p.sorted, d)
+	p.keyLane = append(p.keyLane, lane)
+}
+
+// write sorts the part by key, because every writer must lock rows in the
+// same order, and writes it in one transaction. Keys must be unique.
+// Deadlocks and serialization failures are retried; an int64 overflow
+// returns an error wrapping ErrOverflow and writes nothing. It reports
+// whether every lane had already recorded seq.
+func (s *Store) write(ctx context.Context, lanes []string, seq int64, p *part, res *ApplyResult) (bool, error) {
+	if len(p.sorted) == 0 && lanes == nil {
+		return false, nil
+	}
+	order := make([]int, len(p.sorted))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(p.sorted[a].Key, p.sorted[b].Key) })
+	n := len(order)
+	keys, deltas, vars := make([]string, n), make([]int64, n), make([]float64, n)
+	fallback, keyLane := make([]int16, n), make([]int16, n)
+	for i, j := range order {
+		d := p.sorted[j]
+		keys[i], deltas[i], vars[i], keyLane[i] = d.Key, d.N, d.Var, p.keyLane[j]
+		fallback[i] = int16(rand.IntN(s.slots))
+	}
+	var doneLanes int
+	err := s.retry(ctx, &res.Attempts, func() error {
+		return s.pool.QueryRow(ctx, applyBatch, lanes, seq, keys, deltas, vars, fallback, keyLane).
+			Scan(&res.Updated, &res.Inserted, &doneLanes)
+	})
+	return err == nil && lanes != nil && doneLanes == len(lanes), err
+}
+
+// applyBatch calls the slotted write behind the per-lane identity check
+// (sql/005_lanes.up.sql).
+const applyBatch = `SELECT updated, inserted, done_lanes
+FROM counterd_apply($1::text[], $2::bigint, $3::text[], $4::bigint[], $5::float8[], $6::smallint[], $7::smallint[])`
+
+// LastSeq returns the sequence number of the last batch of instance
+// committed in every lane, or 0. A lane never written falls back to the
+// instance's own row, which batches had before lanes existed.
 func (s *Store) LastSeq(ctx context.Context, instance string) (uint64, error) {
+	names := make([]string, Lanes)
+	for l := range names {
+		names[l] = laneID(instance, l)
+	}
 	var seq int64
-	err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT last_seq FROM counterd_instances WHERE instance = $1), 0)`, instance).Scan(&seq)
+	err := s.pool.QueryRow(ctx, `
+SELECT coalesce(min(coalesce(ci.last_seq, legacy.last_seq, 0)), 0)
+FROM unnest($2::text[]) AS l(name)
+LEFT JOIN counterd_instances ci ON ci.instance = l.name
+LEFT JOIN counterd_instances legacy ON legacy.instance = $1`, instance, names).Scan(&seq)
 	if err != nil {
 		return 0, fmt.Errorf("read last committed batch: %w", err)
 	}
 	return uint64(seq), nil
 }
 
-// PruneInstances deletes the batch identity of instances that have not
-// committed since before cutoff, and returns how many it deleted.
+// PruneInstances deletes the batch identity rows (one per lane) of
+// instances that have not committed since before cutoff, and returns how
+// many rows it deleted.
 func (s *Store) PruneInstances(ctx context.Context, cutoff time.Time) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM counterd_instances WHERE updated_at < $1`, cutoff)
 	if err != nil {

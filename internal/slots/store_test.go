@@ -275,7 +275,92 @@ func TestApplyOnceCountsOnce(t *testing.T) {
 	if seq, err := s.LastSeq(ctx, "a"); err != nil || seq != 3 {
 		t.Fatalf("LastSeq(a): got %d, %v; want 3", seq, err)
 	}
-	if n, err := s.PruneInstances(ctx, time.Now().Add(time.Hour)); err != nil || n != 2 {
-		t.Fatalf("PruneInstances: got %d, %v; want 2", n, err)
+	if n, err := s.PruneInstances(ctx, time.Now().Add(time.Hour)); err != nil || n != 2*slots.Lanes {
+		t.Fatalf("PruneInstances: got %d, %v; want %d (a row per lane of a and b)", n, err, 2*slots.Lanes)
+	}
+}
+
+// A round some of whose lanes committed before a crash is replayed, by a
+// daemon that groups lanes into transactions differently, and every key
+// still counts once.
+func TestApplyOnceReplaysPartlyCommittedRound(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	ctx := context.Background()
+	store := func(writers int) *slots.Store {
+		s, err := slots.New(db.Pool, slots.Options{Writers: writers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	batch := func() []slots.Delta {
+		var b []slots.Delta
+		for k := range 200 {
+			b = append(b, slots.Delta{Key: fmt.Sprintf("post:%d", k), N: int64(k + 1)})
+		}
+		return b
+	}
+	// The crashed daemon (4 writers) committed round 5 of lane 3 only:
+	// lane 3's keys are written and every other lane is still at round 4.
+	id := slots.BatchID{Instance: "x", Seq: 5}
+	var lane3 []slots.Delta
+	for _, d := range batch() {
+		if slots.LaneOf(d.Key) == 3 {
+			lane3 = append(lane3, d)
+		}
+	}
+	if len(lane3) == 0 {
+		t.Fatal("no key of the batch is in lane 3")
+	}
+	if _, err := store(4).ApplyOnce(ctx, id, lane3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `UPDATE counterd_instances SET last_seq = 4 WHERE instance <> 'x/3'`); err != nil {
+		t.Fatal(err)
+	}
+	if seq, err := store(4).LastSeq(ctx, "x"); err != nil || seq != 4 {
+		t.Fatalf("LastSeq before the replay: got %d, %v; want 4", seq, err)
+	}
+
+	for _, writers := range []int{3, 1} {
+		res, err := store(writers).ApplyOnce(ctx, id, batch())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := writers == 1; res.Duplicate != want {
+			t.Fatalf("replay with %d writers: duplicate %v; want %v", writers, res.Duplicate, want)
+		}
+	}
+	for _, d := range batch() {
+		if got := total(t, db, d.Key); got != d.N {
+			t.Errorf("%s: got %d; want %d", d.Key, got, d.N)
+		}
+	}
+	if seq, err := store(2).LastSeq(ctx, "x"); err != nil || seq != 5 {
+		t.Fatalf("LastSeq after the replay: got %d, %v; want 5", seq, err)
+	}
+}
+
+// Batch identities recorded before lanes existed (one row per instance)
+// still say which rounds were committed.
+func TestLastSeqFallsBackToInstanceRow(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t, 4)
+	ctx := context.Background()
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO counterd_instances (instance, last_seq) VALUES ('old', 7)`); err != nil {
+		t.Fatal(err)
+	}
+	if seq, err := s.LastSeq(ctx, "old"); err != nil || seq != 7 {
+		t.Fatalf("LastSeq(old): got %d, %v; want 7", seq, err)
+	}
+	if _, err := s.ApplyOnce(ctx, slots.BatchID{Instance: "old", Seq: 8}, []slots.Delta{{Key: "k", N: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if seq, err := s.LastSeq(ctx, "old"); err != nil || seq != 8 {
+		t.Fatalf("LastSeq(old) after round 8: got %d, %v; want 8", seq, err)
+	}
+	if seq, err := s.LastSeq(ctx, "never"); err != nil || seq != 0 {
+		t.Fatalf("LastSeq(never): got %d, %v; want 0", seq, err)
 	}
 }

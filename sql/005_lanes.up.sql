@@ -1,0 +1,74 @@
+-- A round may now be written by several transactions at once, each taking
+-- the keys of some lanes (a key's lane is a fixed hash of the key, chosen by
+-- the daemon). Each lane has its own batch identity, a counterd_instances
+-- row named "<instance>/<lane>", so a round is exactly once per lane: a
+-- transaction advances the watermark of each lane it carries and writes
+-- only the keys of lanes whose watermark was below p_seq. How lanes are
+-- grouped into transactions may change between runs (COUNTERD_WRITERS);
+-- a replayed round still writes each lane once.
+--
+-- The write itself is 004's: one INSERT whose lateral SKIP LOCKED pick
+-- feeds the upsert key by key, in key order. Transactions of one round
+-- carry disjoint keys and disjoint lanes, so they never wait for each
+-- other.
+DROP FUNCTION counterd_apply(text, bigint, text[], bigint[], double precision[], smallint[]);
+
+CREATE FUNCTION counterd_apply(
+    p_lanes    text[],
+    p_seq      bigint,
+    p_keys     text[],
+    p_deltas   bigint[],
+    p_vars     double precision[],
+    p_slots    smallint[],
+    p_key_lane smallint[],
+    OUT updated   integer,
+    OUT inserted  integer,
+    OUT done_lanes integer
+) LANGUAGE plpgsql AS $$
+DECLARE
+    fresh boolean[];
+BEGIN
+    updated := 0;
+    inserted := 0;
+    done_lanes := 0;
+    -- fresh[i] says lane p_lanes[i] had not seen p_seq: its keys are
+    -- written. A null p_lanes writes every key without identity.
+    IF p_lanes IS NOT NULL THEN
+        WITH advanced AS (
+            INSERT INTO counterd_instances AS ci (instance, last_seq, updated_at)
+            SELECT l, p_seq, now() FROM unnest(p_lanes) AS l ORDER BY l
+            ON CONFLICT (instance) DO UPDATE
+            SET last_seq = excluded.last_seq, updated_at = excluded.updated_at
+            WHERE ci.last_seq < excluded.last_seq
+            RETURNING ci.instance
+        )
+        SELECT array_agg(l.name IN (SELECT instance FROM advanced) ORDER BY l.ord)
+        INTO fresh
+        FROM unnest(p_lanes) WITH ORDINALITY AS l(name, ord);
+        done_lanes := cardinality(array_positions(fresh, false));
+        IF done_lanes = cardinality(p_lanes) THEN
+            RETURN;
+        END IF;
+    END IF;
+
+    WITH written AS (
+        INSERT INTO counter_slots AS cs (key, slot, count, variance)
+        SELECT b.key, coalesce(f.slot, b.fallback), b.n, b.v
+        FROM unnest(p_keys, p_deltas, p_vars, p_slots, p_key_lane) AS b(key, n, v, fallback, lane)
+        LEFT JOIN LATERAL (
+            SELECT s.slot FROM counter_slots s
+            WHERE s.key = b.key
+            ORDER BY s.slot
+            LIMIT 1
+            FOR UPDATE SKIP LOCKED
+        ) AS f ON true
+        WHERE fresh IS NULL OR fresh[b.lane]
+        ON CONFLICT (key, slot) DO UPDATE
+        SET count = cs.count + excluded.count, variance = cs.variance + excluded.variance
+        RETURNING cs.xmax = 0 AS created
+    )
+    SELECT count(*) FILTER (WHERE NOT created), count(*) FILTER (WHERE created)
+    INTO updated, inserted
+    FROM written;
+END
+$$;
