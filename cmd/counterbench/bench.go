@@ -193,7 +193,7 @@ func (b *bench) cells() int {
 		n += 4
 	}
 	if b.cfg.runs("latency") {
-		n += 2
+		n += 2 * len(b.cfg.LatencyRates)
 	}
 	if b.cfg.runs("sustain") {
 		n++

@@ -12,6 +12,7 @@ import (
 	"github.com/counterd/counterd/internal/keyspace"
 	"github.com/counterd/counterd/internal/pattern"
 	"github.com/counterd/counterd/internal/process"
+	"github.com/counterd/counterd/internal/report"
 )
 
 // command is the shell command that reproduces the run: make bench with
@@ -124,11 +125,23 @@ func (b *bench) describeSettings() [][2]string {
 		s = append(s, [2]string{"ingest", fmt.Sprintf("redis-benchmark -c 50 -r 100000 -n %d -P 1 and -P 16", c.IngestRequests)})
 	}
 	if c.runs("latency") {
-		s = append(s, [2]string{"latency", fmt.Sprintf("%d unpipelined clients offering %.0f INCR/s in total for %v, uniform keys", c.LatencyClients, c.LatencyRate, c.Duration)})
+		s = append(s, [2]string{"latency", fmt.Sprintf("%d unpipelined clients offering %s INCR/s in total for %v each, uniform keys", c.LatencyClients, rateList(c.LatencyRates), c.Duration)})
 	}
 	if c.runs("sustain") {
 		s = append(s, [2]string{"sustain", fmt.Sprintf("%d clients, %d INCR per round trip, offering %.0f INCR/s in total for %v, %s keys; counterd's /metrics read every %v",
 			sustainClients, sustainPipeline, c.SustainRate, c.SustainDuration, sustainKeys, sampleEvery)})
 	}
 	return s
+}
+
+// rateList writes rates as "10,000, 25,000 and 50,000".
+func rateList(rates []float64) string {
+	parts := make([]string, len(rates))
+	for i, r := range rates {
+		parts[i] = report.Thousands(int64(r))
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }

@@ -55,7 +55,7 @@ func shortEnv(t *testing.T, db *pgtest.DB, out string) []string {
 		"COUNTERBENCH_CLIENTS=1,4",
 		"COUNTERBENCH_KEYSPACE=10000",
 		"COUNTERBENCH_INGEST_REQUESTS=16000",
-		"COUNTERBENCH_LATENCY_RATE=5000",
+		"COUNTERBENCH_LATENCY_RATES=2000,5000",
 		"COUNTERBENCH_LATENCY_CLIENTS=10",
 		"COUNTERBENCH_SUSTAIN_RATE=8000",
 		"COUNTERBENCH_SUSTAIN_DURATION=1s",
@@ -130,8 +130,8 @@ func TestRunShort(t *testing.T) {
 	if left := children(t); len(left) > 0 {
 		t.Errorf("processes left running: %v", left)
 	}
-	if !strings.Contains(stderr.String(), "[1/71] naive hot c=1") || !strings.Contains(stderr.String(), "[70/71] latency redis-server") ||
-		!strings.Contains(stderr.String(), "[71/71] sustain counterd") {
+	if !strings.Contains(stderr.String(), "[1/73] naive hot c=1") || !strings.Contains(stderr.String(), "[72/73] latency redis-server") ||
+		!strings.Contains(stderr.String(), "[73/73] sustain counterd") {
 		t.Errorf("progress lines missing from stderr:\n%s", stderr.String())
 	}
 
@@ -211,7 +211,7 @@ func TestRunShort(t *testing.T) {
 	}
 	for _, s := range []string{"counterd", "redis-server"} {
 		want["ingest/"+s+"/random of 100000/50"] = 2
-		want["latency/"+s+"/uniform/10"] = 1
+		want["latency/"+s+"/uniform/10"] = 2 // one per offered rate
 	}
 	want["sustain/counterd/zipf/50"] = 1
 	for k, n := range want {
@@ -219,8 +219,8 @@ func TestRunShort(t *testing.T) {
 			t.Errorf("cell %s: %d rows; want %d", k, cells[k], n)
 		}
 	}
-	if len(rows) != 60+4+4+2+1 {
-		t.Errorf("%d rows; want 71", len(rows))
+	if len(rows) != 60+4+4+4+1 {
+		t.Errorf("%d rows; want 73", len(rows))
 	}
 
 	var inTable int64
@@ -278,8 +278,8 @@ func TestMissingRedis(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
 	rows := readCSV(t, filepath.Join(out, report.CSVFile))
-	if len(rows) != 1+4+2 {
-		t.Fatalf("%d rows; want 7", len(rows))
+	if len(rows) != 1+4+2*2 { // matrix, ingest, latency at two rates
+		t.Fatalf("%d rows; want 9", len(rows))
 	}
 	for _, r := range rows {
 		name := r["section"] + " " + r["approach"]

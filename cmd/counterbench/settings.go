@@ -29,10 +29,11 @@ type settings struct {
 	RedisServer    string `env:"COUNTERBENCH_REDIS_SERVER" help:"redis-server binary (default: redis-server on PATH; rows say so when there is none)"`
 	RedisBenchmark string `env:"COUNTERBENCH_REDIS_BENCHMARK" help:"redis-benchmark binary (default: redis-benchmark on PATH)"`
 
-	IngestRequests int     `env:"COUNTERBENCH_INGEST_REQUESTS" envDefault:"2000000" help:"redis-benchmark -n per ingest run (a multiple of 16)"`
-	LatencyRate    float64 `env:"COUNTERBENCH_LATENCY_RATE" envDefault:"50000" help:"increments per second offered in the latency section"`
-	LatencyClients int     `env:"COUNTERBENCH_LATENCY_CLIENTS" envDefault:"50" help:"unpipelined clients sharing that rate"`
-	CeilingBatch   int     `env:"COUNTERBENCH_CEILING_BATCH" envDefault:"10000" help:"distinct keys per statement in the ceiling section"`
+	IngestRequests int `env:"COUNTERBENCH_INGEST_REQUESTS" envDefault:"2000000" help:"redis-benchmark -n per ingest run (a multiple of 16)"`
+	// The target is 50,000/s; the lower rates show where latency bends.
+	LatencyRates   []float64 `env:"COUNTERBENCH_LATENCY_RATES" envDefault:"10000,25000,50000" help:"increments per second offered in the latency section, comma-separated"`
+	LatencyClients int       `env:"COUNTERBENCH_LATENCY_CLIENTS" envDefault:"50" help:"unpipelined clients sharing that rate"`
+	CeilingBatch   int       `env:"COUNTERBENCH_CEILING_BATCH" envDefault:"10000" help:"distinct keys per statement in the ceiling section"`
 	// Long enough for several rounds to queue up if PostgreSQL cannot
 	// keep up, at a rate a busy web tier's counters might offer.
 	SustainRate     float64       `env:"COUNTERBENCH_SUSTAIN_RATE" envDefault:"150000" help:"increments per second offered to counterd in the sustain section"`
@@ -104,8 +105,8 @@ func (s *settings) Validate() error {
 		// redis-benchmark sends whole pipelines: with -P 16 it would
 		// send more than -n asked for otherwise.
 		return bad("COUNTERBENCH_INGEST_REQUESTS", "must be a positive multiple of 16")
-	case s.LatencyRate <= 0:
-		return bad("COUNTERBENCH_LATENCY_RATE", "must be positive")
+	case len(s.LatencyRates) == 0 || slices.Min(s.LatencyRates) <= 0:
+		return bad("COUNTERBENCH_LATENCY_RATES", "must list positive rates")
 	case s.LatencyClients < 1 || s.LatencyClients > 512:
 		return bad("COUNTERBENCH_LATENCY_CLIENTS", "must be within 1..512")
 	case s.CeilingBatch < 1:
