@@ -24,7 +24,14 @@ CREATE FUNCTION counterd_apply(
     OUT updated   integer,
     OUT inserted  integer,
     OUT done_lanes integer
-) LANGUAGE plpgsql AS $$
+) LANGUAGE plpgsql
+-- PL/pgSQL caches a generic plan per session. Planned while counter_slots
+-- was small (a new deployment, just analyzed), the lateral pick became a
+-- sequential scan per key, and stayed one as the table grew: a round of
+-- 2,000 keys over 100,000 rows took 32 s instead of 40 ms. A custom plan
+-- per round costs well under a millisecond and sees the table's size now.
+SET plan_cache_mode = force_custom_plan
+AS $$
 DECLARE
     fresh boolean[];
 BEGIN

@@ -24,6 +24,13 @@ func Open(url string, maxConns int) (*pgxpool.Pool, error) {
 	if maxConns > 0 {
 		cfg.MaxConns = int32(maxConns)
 	}
+	// A generic plan cached while a table was small keeps a sequential
+	// scan per key as it grows, until the next ANALYZE invalidates it;
+	// planning each statement for the table as it is costs far less. (The
+	// write function sets this too, for any other client that calls it.)
+	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)
