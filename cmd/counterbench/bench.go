@@ -70,6 +70,10 @@ func newBench(ctx context.Context, cfg settings, environ []string, stderr io.Wri
 		b.pool.Close()
 		return nil, err
 	}
+	if err := removeStaleLogs(cfg.Out); err != nil {
+		b.pool.Close()
+		return nil, err
+	}
 	if b.tmp, err = os.MkdirTemp("", "cbench"); err != nil {
 		b.pool.Close()
 		return nil, err

@@ -28,6 +28,8 @@ type counterdServer struct {
 	socket  string
 	metrics string // host:port of /metrics, "" when counterd logged none
 	ctl     *redis.Client
+	// log receives all of counterd's output; closed once it stopped.
+	log *os.File
 }
 
 // counterdOwn are the settings the run decides; other COUNTERD_*
@@ -59,12 +61,17 @@ func (b *bench) startCounterd(ctx context.Context) (*counterdServer, error) {
 			env = append(env, kv) // later entries win
 		}
 	}
+	log, err := b.createLog(report.CounterdLogFile)
+	if err != nil {
+		return nil, err
+	}
 	b.progress.note("starting counterd (" + b.cfg.Counterd + ")")
 	proc, err := process.Start(ctx, process.Spec{
-		Name: "counterd", Path: b.cfg.Counterd, Env: env, Timeout: time.Minute,
+		Name: "counterd", Path: b.cfg.Counterd, Env: env, Timeout: time.Minute, Log: log,
 		Ready: func(line string) bool { return strings.Contains(line, "counterd ready") },
 	})
 	if err != nil {
+		log.Close()
 		return nil, err
 	}
 	metrics, _ := proc.Find(func(line string) (string, bool) {
@@ -77,7 +84,7 @@ func (b *bench) startCounterd(ctx context.Context) (*counterdServer, error) {
 		}
 		return strings.Trim(strings.Fields(rest)[0], `"`), true
 	})
-	b.counterd = &counterdServer{proc: proc, socket: socket, metrics: metrics, ctl: control(socket)}
+	b.counterd = &counterdServer{proc: proc, socket: socket, metrics: metrics, ctl: control(socket), log: log}
 	b.progress.note(fmt.Sprintf("counterd ready (pid %d)", proc.Pid()))
 	return b.counterd, nil
 }
@@ -90,12 +97,18 @@ func control(socket string) *redis.Client {
 	})
 }
 
+// flushTries bounds the FLUSHes flush sends. FLUSH gives up after
+// COUNTERD_FLUSH_TIMEOUT; a large backlog may need a few.
+const flushTries = 10
+
 // flush returns once counterd has committed everything it acknowledged.
-// FLUSH gives up after COUNTERD_FLUSH_TIMEOUT; a large backlog may need a
-// few.
+// Its error says how long it waited in all, so a stalled drain shows.
 func (c *counterdServer) flush(ctx context.Context) error {
+	start := time.Now()
 	var err error
-	for range 10 {
+	tries := 0
+	for tries < flushTries {
+		tries++
 		err = c.ctl.Do(ctx, "FLUSH").Err()
 		var rerr redis.Error
 		if err == nil || !errors.As(err, &rerr) {
@@ -103,7 +116,8 @@ func (c *counterdServer) flush(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("FLUSH: %w", err)
+		return fmt.Errorf("FLUSH: gave up after waiting %v in all (%d tries): %w",
+			time.Since(start).Round(time.Millisecond), tries, err)
 	}
 	return nil
 }
@@ -177,7 +191,8 @@ func parseMetrics(r io.Reader) (map[string]float64, error) {
 
 func (c *counterdServer) stop() error {
 	c.ctl.Close()
-	return c.proc.Stop(time.Minute)
+	err := c.proc.Stop(time.Minute)
+	return errors.Join(err, c.log.Close())
 }
 
 // counterdTotal sums the public read view over every key of the run.
@@ -224,6 +239,10 @@ func (b *bench) counterdAround(ctx context.Context, srv *counterdServer, row *re
 	}
 	drainStart := time.Now()
 	if err := srv.flush(ctx); err != nil {
+		if ctx.Err() == nil {
+			b.progress.note("counterd's FLUSH failed; what counterd logged last may say why")
+			b.showLog(srv.log.Name(), logTail)
+		}
 		return err
 	}
 	row.Drain = time.Since(drainStart)

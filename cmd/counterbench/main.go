@@ -6,8 +6,9 @@
 // distributions; then PostgreSQL's multi-row upsert ceiling, a
 // redis-benchmark ingest run, latency at an offered rate and a sustained
 // load on counterd that watches whether PostgreSQL keeps up. It writes
-// bench.md, bench.csv and bench.png, and sustain.png and sustain.csv for
-// the sustained load. Run "counterbench -h" for its settings; "make
+// bench.md, bench.csv and bench.png, sustain.png and sustain.csv for the
+// sustained load, and counterd.log and redis-server.log with everything
+// the servers printed. Run "counterbench -h" for its settings; "make
 // bench" provides PostgreSQL and redis-server.
 package main
 

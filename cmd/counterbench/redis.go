@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +20,8 @@ type redisServer struct {
 	proc   *process.Process
 	socket string
 	ctl    *redis.Client
+	// log receives all of redis-server's output; closed once it stopped.
+	log *os.File
 }
 
 // sumScript adds up every key's value inside redis-server, so checking a
@@ -44,25 +47,32 @@ func (b *bench) startRedis(ctx context.Context) *redisServer {
 		return nil
 	}
 	socket := filepath.Join(dir, "r.sock")
+	log, err := b.createLog(report.RedisLogFile)
+	if err != nil {
+		b.redisAbsent = err.Error()
+		return nil
+	}
 	b.progress.note("starting redis-server (" + path + ")")
 	proc, err := process.Start(ctx, process.Spec{
-		Name: "redis-server", Path: path, Dir: dir, Timeout: 30 * time.Second,
+		Name: "redis-server", Path: path, Dir: dir, Timeout: 30 * time.Second, Log: log,
 		Args: []string{"--port", "0", "--unixsocket", socket, "--unixsocketperm", "700",
 			"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"},
 		Ready: func(line string) bool { return strings.Contains(strings.ToLower(line), "ready to accept connections") },
 	})
 	if err != nil {
+		log.Close()
 		b.redisAbsent = "redis-server did not start: " + oneLine(err.Error())
 		return nil
 	}
-	b.redis = &redisServer{proc: proc, socket: socket, ctl: control(socket)}
+	b.redis = &redisServer{proc: proc, socket: socket, ctl: control(socket), log: log}
 	b.progress.note(fmt.Sprintf("redis-server ready (pid %d)", proc.Pid()))
 	return b.redis
 }
 
 func (r *redisServer) stop() error {
 	r.ctl.Close()
-	return r.proc.Stop(30 * time.Second)
+	err := r.proc.Stop(30 * time.Second)
+	return errors.Join(err, r.log.Close())
 }
 
 // redisMeasure empties redis-server, runs load against it into row and

@@ -22,8 +22,9 @@ const usage = `usage: counterbench
 Measures counting into PostgreSQL: the patterns an application can use on
 its own, counterd, and redis-server for reference. Writes bench.md,
 bench.csv and bench.png (and, for the sustain section, sustain.png and
-sustain.csv) into COUNTERBENCH_OUT. "make bench" builds
-counterd, starts a throwaway PostgreSQL and runs this.
+sustain.csv) into COUNTERBENCH_OUT, and there too everything counterd
+and redis-server print, to counterd.log and redis-server.log. "make
+bench" builds counterd, starts a throwaway PostgreSQL and runs this.
 
 Settings come from the environment:
 

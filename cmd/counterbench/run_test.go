@@ -235,10 +235,23 @@ func TestRunShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"Reproduce with", "make bench", "| PostgreSQL | ", "## Ceiling", "## Ingest", "## Latency", "skiplocked",
+	for _, s := range []string{"Reproduce with", "make bench", "logs: counterd.log, redis-server.log", "| PostgreSQL | ", "## Ceiling", "## Ingest", "## Latency", "skiplocked",
 		"## Sustained load", "counterd, hot: committed increments per second", "| counterd-p16 ÷ atomic |"} {
 		if !bytes.Contains(md, []byte(s)) {
 			t.Errorf("bench.md lacks %q", s)
+		}
+	}
+	// The servers' logs hold everything they printed, ready lines included.
+	logs := map[string]string{report.CounterdLogFile: "counterd ready"}
+	if redisErr == nil {
+		logs[report.RedisLogFile] = "ready to accept connections"
+	}
+	for name, want := range logs {
+		log, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		} else if !strings.Contains(strings.ToLower(string(log)), want) {
+			t.Errorf("%s lacks %q:\n%s", name, want, log)
 		}
 	}
 	for _, name := range []string{report.ChartFile, report.SustainChartFile} {

@@ -1,8 +1,9 @@
 // Package process runs a server under measurement as a child process: it
 // starts it, waits for the line of output that says it is ready, keeps the
-// first and last lines of its output for error messages, and stops it with
-// SIGTERM, then SIGKILL. On Linux the child also gets SIGKILL if its parent
-// dies, so a crashed benchmark never leaves a server behind.
+// first and last lines of its output for error messages, copies every line
+// to a log when asked, and stops it with SIGTERM, then SIGKILL. On Linux
+// the child also gets SIGKILL if its parent dies, so a crashed benchmark
+// never leaves a server behind.
 package process
 
 import (
@@ -38,6 +39,12 @@ type Spec struct {
 	Ready func(line string) bool
 	// Timeout bounds the wait for Ready (default 30s).
 	Timeout time.Duration
+	// Log, when set, receives every line of output (stdout and stderr
+	// interleaved as the child wrote them) as it arrives. Nothing writes
+	// to it once Start has failed or Stop has returned, so the caller may
+	// close it then. After a write error the rest of the output is
+	// dropped rather than stall the child; Stop reports the error.
+	Log io.Writer
 }
 
 // Process is a started child.
@@ -53,6 +60,10 @@ type Process struct {
 	tail []string
 	// lines counts every line seen, so Output can say what it skipped.
 	lines int
+
+	// log is nil without Spec.Log. The reader goroutine writes it; its
+	// error is read once done is closed.
+	log *logWriter
 
 	stopOnce sync.Once
 	stopErr  error
@@ -78,6 +89,11 @@ func Start(ctx context.Context, s Spec) (*Process, error) {
 		return nil, fmt.Errorf("start %s: %w", s.Name, err)
 	}
 	p := &Process{name: s.Name, cmd: cmd, exited: make(chan struct{}), done: make(chan struct{})}
+	var rest io.Writer = io.Discard
+	if s.Log != nil {
+		p.log = &logWriter{w: s.Log}
+		rest = p.log
+	}
 	ready := make(chan struct{})
 	go func() {
 		defer close(p.done)
@@ -87,12 +103,15 @@ func Start(ctx context.Context, s Spec) (*Process, error) {
 		for sc.Scan() {
 			line := sc.Text()
 			p.keep(line)
+			if p.log != nil {
+				_, _ = io.WriteString(p.log, line+"\n")
+			}
 			if s.Ready != nil && s.Ready(line) {
 				once.Do(func() { close(ready) })
 			}
 		}
 		// Drain what a too-long line left, so the child never blocks.
-		_, _ = io.Copy(io.Discard, pr)
+		_, _ = io.Copy(rest, pr)
 	}()
 	go func() {
 		p.err = cmd.Wait()
@@ -195,7 +214,24 @@ func (p *Process) Stop(grace time.Duration) error {
 		}
 	})
 	<-p.done
+	if p.log != nil && p.log.err != nil {
+		return errors.Join(p.stopErr, fmt.Errorf("%s log: %w", p.name, p.log.err))
+	}
 	return p.stopErr
+}
+
+// logWriter passes writes on until the first error, then drops them and
+// remembers that error, so a full disk never blocks the child's output.
+type logWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (l *logWriter) Write(b []byte) (int, error) {
+	if l.err == nil {
+		_, l.err = l.w.Write(b)
+	}
+	return len(b), nil
 }
 
 // ErrNotFound is returned by Lookup for a program that is not installed.

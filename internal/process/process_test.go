@@ -1,8 +1,11 @@
 package process_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -117,4 +120,43 @@ func TestOutput(t *testing.T) {
 	if _, err := process.Output(ctx, "/bin/sh", "-c", "exec sleep 60"); err == nil {
 		t.Fatal("Output past its context: got nil; want an error")
 	}
+}
+
+// failingWriter fails every write.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestLog(t *testing.T) {
+	t.Parallel()
+	f := func(name, script string, log io.Writer, wantStop string) {
+		t.Helper()
+		s := sh(script, 0)
+		s.Log = log
+		p, err := process.Start(context.Background(), s)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		err = p.Stop(10 * time.Second)
+		if (wantStop == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), wantStop)) {
+			t.Fatalf("%s: Stop: %v; want %q", name, err, wantStop)
+		}
+	}
+	// Everything is printed before "ready" but the last words, which come
+	// on SIGTERM without a newline.
+	const idle = `; while :; do sleep 0.05; done`
+	var log bytes.Buffer
+	f("both streams", `trap 'printf bye; exit 0' TERM; echo out; echo err >&2; seq 1 300; echo ready`+idle, &log, "")
+	// Stop has returned, so nothing writes to log any more.
+	want := "out\nerr\n"
+	for i := 1; i <= 300; i++ {
+		want += strconv.Itoa(i) + "\n"
+	}
+	want += "ready\nbye\n"
+	if got := log.String(); got != want {
+		t.Errorf("log: got %d bytes ending %q; want %d ending %q", len(got), got[max(0, len(got)-20):], len(want), want[len(want)-20:])
+	}
+	// A log that fails never holds the child up: it still gets ready
+	// after writing more than a pipe holds.
+	f("failing log", `trap 'exit 0' TERM; seq 1 20000; echo ready`+idle, failingWriter{}, "sh log: disk full")
 }

@@ -169,6 +169,13 @@ const (
 	SustainCSVFile   = "sustain.csv"
 )
 
+// Logs the benchmark writes beside the report, not Write: everything
+// counterd and redis-server printed during the run. bench.md names them.
+const (
+	CounterdLogFile = "counterd.log"
+	RedisLogFile    = "redis-server.log"
+)
+
 type file struct {
 	name  string
 	write func(io.Writer, *Report) error

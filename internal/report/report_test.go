@@ -125,7 +125,7 @@ func TestWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"COUNTERBENCH_DURATION=1s make bench", "| cores | ", "### hot: one key", "| naive | 1,000 (inexact) | 8,000 (inexact) |",
+		"COUNTERBENCH_DURATION=1s make bench", "counterd's and redis-server's logs: counterd.log, redis-server.log", "| cores | ", "### hot: one key", "| naive | 1,000 (inexact) | 8,000 (inexact) |",
 		"lost 100 (10%)", "missing: redis-server not found", "| counterd | 16 | 900,000 |", "| 0.50 |",
 		"estimate +100 (1%; ±1,970 at 95%)", "| zipf | 2 | 10,000 | 200,000 | 300,000 |", "| counterd | 50 | 50,000 | 49,990 |",
 		"counterd, hot: committed increments per second (load + final FLUSH)", "| counterd-p1 | 40,000 | 320,000 |",
