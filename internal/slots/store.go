@@ -26,6 +26,11 @@ const DefaultSlots = 16
 // connections from a shared database.
 const DefaultWriters = 2
 
+// minKeysPerWriter is the smallest share of a batch worth its own
+// transaction: below it, a commit and a round trip cost more than the
+// second core saves.
+const minKeysPerWriter = 2000
+
 // Delta is one key's net change in a batch.
 type Delta struct {
 	Key string
@@ -119,24 +124,29 @@ func (s *Store) Apply(ctx context.Context, batch []Delta) (ApplyResult, error) {
 }
 
 // ApplyOnce adds every delta exactly once per id: the keys are split by
-// lane over s.writers transactions, run at once, and each transaction
-// records id for its lanes. A lane whose id (or a later one of the same
-// instance) is already recorded is skipped, so a batch retried after some
+// lane over up to s.writers transactions (one per minKeysPerWriter keys),
+// run at once, and each transaction records id for its lanes. A lane
+// whose id (or a later one of the same instance) is already recorded is
+// skipped, so a batch retried after some
 // or all of its transactions committed, or replayed after a crash, is
 // written once. On error some lanes may be committed; retry with the same
 // id.
 func (s *Store) ApplyOnce(ctx context.Context, id BatchID, batch []Delta) (ApplyResult, error) {
-	parts := make([]*part, s.writers)
+	// A small batch is written faster by one transaction than by several
+	// that each pay a commit; identities are per lane, so the grouping
+	// may change from batch to batch.
+	writers := min(s.writers, 1+len(batch)/minKeysPerWriter)
+	parts := make([]*part, writers)
 	for w := range parts {
-		parts[w] = newPart(len(batch)/s.writers + 1)
-		for l := w; l < Lanes; l += s.writers {
+		parts[w] = newPart(len(batch)/writers + 1)
+		for l := w; l < Lanes; l += writers {
 			parts[w].lanes = append(parts[w].lanes, laneID(id.Instance, l))
 			parts[w].laneIndex[l] = int16(len(parts[w].lanes))
 		}
 	}
 	for _, d := range batch {
 		l := LaneOf(d.Key)
-		p := parts[l%s.writers]
+		p := parts[l%writers]
 		p.add(d, p.laneIndex[l])
 	}
 	var (
