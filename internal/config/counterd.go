@@ -41,7 +41,7 @@ type Counterd struct {
 	HotMaxN     int     `env:"COUNTERD_HOT_MAX_N" envDefault:"1000" help:"largest sampling factor N"`
 
 	Slots      int `env:"COUNTERD_SLOTS" envDefault:"16" help:"slot rows one key may spread over"`
-	Writers    int `env:"COUNTERD_WRITERS" envDefault:"2" help:"transactions one flush round is split into, written at once (1..16)"`
+	Writers    int `env:"COUNTERD_WRITERS" envDefault:"2" help:"most transactions one flush round is split into (one per 2,000 keys), written at once (1..16)"`
 	DBMaxConns int `env:"COUNTERD_DB_MAX_CONNS" envDefault:"8" help:"PostgreSQL connections in the pool"`
 
 	ShutdownTimeout time.Duration `env:"COUNTERD_SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long to keep retrying the final flush"`
