@@ -15,7 +15,7 @@ build: ## build bin/counterd and bin/rollup
 run: build ## start a throwaway PostgreSQL (unless DATABASE_URL is set), counterd and the rollup scheduler
 	@scripts/run.sh
 
-test: ## go test -race ./... against a throwaway PostgreSQL (or TEST_DATABASE_URL)
+test: ## go test -race ./... (and each internal benchmark once) against a throwaway PostgreSQL (or TEST_DATABASE_URL)
 	@scripts/test.sh
 
 bench: ## compare counting patterns, counterd and Redis into results/ (COUNTERBENCH_* settings: bin/counterbench -h)

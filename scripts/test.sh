@@ -15,8 +15,12 @@ if [[ -z ${TEST_DATABASE_URL:-} ]]; then
 	fi
 fi
 
-args=("$@")
-if [[ ${#args[@]} == 0 ]]; then
-	args=(-race -count=1)
+if [[ $# -gt 0 ]]; then
+	go test "$@" ./...
+	exit
 fi
-go test "${args[@]}" ./...
+go test -race -count=1 ./...
+# Run every hot-path benchmark once, so a broken benchmark fails here rather
+# than when someone measures. (cmd/counterd's benchmarks run for minutes
+# whatever -benchtime says; make gobench runs them.)
+go test -run '^$' -bench . -benchtime 1x ./internal/...
