@@ -115,11 +115,11 @@ func (s *Store) Apply(ctx context.Context, batch []Delta) (ApplyResult, error) {
 	if len(batch) == 0 {
 		return res, nil
 	}
-	p := newPart(len(batch))
-	for _, d := range batch {
-		p.add(d, 0)
+	p := &part{deltas: make([]laneDelta, len(batch))}
+	for i, d := range batch {
+		p.deltas[i] = laneDelta{Delta: d}
 	}
-	_, err := s.write(ctx, nil, 0, p, &res)
+	_, err := s.write(ctx, 0, p, &res)
 	return res, err
 }
 
@@ -127,37 +127,35 @@ func (s *Store) Apply(ctx context.Context, batch []Delta) (ApplyResult, error) {
 // lane over up to s.writers transactions (one per minKeysPerWriter keys),
 // run at once, and each transaction records id for its lanes. A lane
 // whose id (or a later one of the same instance) is already recorded is
-// skipped, so a batch retried after some
-// or all of its transactions committed, or replayed after a crash, is
-// written once. On error some lanes may be committed; retry with the same
-// id.
+// skipped, so a batch retried after some or all of its transactions
+// committed, or replayed after a crash, is written once. On error some
+// lanes may be committed; retry with the same id.
 func (s *Store) ApplyOnce(ctx context.Context, id BatchID, batch []Delta) (ApplyResult, error) {
 	// A small batch is written faster by one transaction than by several
 	// that each pay a commit; identities are per lane, so the grouping
 	// may change from batch to batch.
 	writers := min(s.writers, 1+len(batch)/minKeysPerWriter)
-	parts := make([]*part, writers)
-	for w := range parts {
-		parts[w] = newPart(len(batch)/writers + 1)
-		for l := w; l < Lanes; l += writers {
-			parts[w].lanes = append(parts[w].lanes, laneID(id.Instance, l))
-			parts[w].laneIndex[l] = int16(len(parts[w].lanes))
-		}
+	parts := make([]part, writers)
+	for l := range Lanes {
+		p := &parts[l%writers]
+		p.lanes = append(p.lanes, laneID(id.Instance, l))
 	}
 	for _, d := range batch {
 		l := LaneOf(d.Key)
-		p := parts[l%writers]
-		p.add(d, p.laneIndex[l])
+		p := &parts[l%writers]
+		// Lane l is the (l/writers)-th lane of its part; SQL arrays count
+		// from 1.
+		p.deltas = append(p.deltas, laneDelta{Delta: d, lane: int16(l/writers + 1)})
 	}
 	var (
 		wg      sync.WaitGroup
-		results = make([]ApplyResult, len(parts))
-		errs    = make([]error, len(parts))
-		doneAll = make([]bool, len(parts))
+		results = make([]ApplyResult, writers)
+		errs    = make([]error, writers)
+		doneAll = make([]bool, writers)
 	)
-	for w, p := range parts {
+	for w := range parts {
 		wg.Go(func() {
-			doneAll[w], errs[w] = s.write(ctx, p.lanes, int64(id.Seq), p, &results[w])
+			doneAll[w], errs[w] = s.write(ctx, int64(id.Seq), &parts[w], &results[w])
 		})
 	}
 	wg.Wait()
@@ -168,27 +166,19 @@ func (s *Store) ApplyOnce(ctx context.Context, id BatchID, batch []Delta) (Apply
 		res.Attempts += r.Attempts
 		res.Duplicate = res.Duplicate && doneAll[w]
 	}
-	if err := errors.Join(errs...); err != nil {
-		return res, err
-	}
-	return res, nil
+	return res, errors.Join(errs...)
 }
 
-// part is the keys one transaction writes, as the statement's arrays.
+// part is what one transaction writes.
 type part struct {
-	lanes     []string     // lane identities this transaction records
-	laneIndex [Lanes]int16 // lane -> 1-based index into lanes
-	sorted    []Delta      // the deltas, sorted by write
-	keyLane   []int16      // per delta, its lane's index into lanes
+	lanes  []string // lane identities it records; nil for none
+	deltas []laneDelta
 }
 
-func newPart(n int) *part {
-	return &part{sorted: make([]Delta, 0, n), keyLane: make([]int16, 0, n)}
-}
-
-func (p *part) add(d Delta, lane int16) {
-	p.sorted = append(p.sorted, d)
-	p.keyLane = append(p.keyLane, lane)
+// laneDelta is a delta with its lane's 1-based index into part.lanes.
+type laneDelta struct {
+	Delta
+	lane int16
 }
 
 // write sorts the part by key, because every writer must lock rows in the
@@ -196,29 +186,21 @@ func (p *part) add(d Delta, lane int16) {
 // Deadlocks and serialization failures are retried; an int64 overflow
 // returns an error wrapping ErrOverflow and writes nothing. It reports
 // whether every lane had already recorded seq.
-func (s *Store) write(ctx context.Context, lanes []string, seq int64, p *part, res *ApplyResult) (bool, error) {
-	if len(p.sorted) == 0 && lanes == nil {
-		return false, nil
-	}
-	order := make([]int, len(p.sorted))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(p.sorted[a].Key, p.sorted[b].Key) })
-	n := len(order)
+func (s *Store) write(ctx context.Context, seq int64, p *part, res *ApplyResult) (bool, error) {
+	slices.SortFunc(p.deltas, func(a, b laneDelta) int { return strings.Compare(a.Key, b.Key) })
+	n := len(p.deltas)
 	keys, deltas, vars := make([]string, n), make([]int64, n), make([]float64, n)
-	fallback, keyLane := make([]int16, n), make([]int16, n)
-	for i, j := range order {
-		d := p.sorted[j]
-		keys[i], deltas[i], vars[i], keyLane[i] = d.Key, d.N, d.Var, p.keyLane[j]
+	fallback, lanes := make([]int16, n), make([]int16, n)
+	for i, d := range p.deltas {
+		keys[i], deltas[i], vars[i], lanes[i] = d.Key, d.N, d.Var, d.lane
 		fallback[i] = int16(rand.IntN(s.slots))
 	}
 	var doneLanes int
 	err := s.retry(ctx, &res.Attempts, func() error {
-		return s.pool.QueryRow(ctx, applyBatch, lanes, seq, keys, deltas, vars, fallback, keyLane).
+		return s.pool.QueryRow(ctx, applyBatch, p.lanes, seq, keys, deltas, vars, fallback, lanes).
 			Scan(&res.Updated, &res.Inserted, &doneLanes)
 	})
-	return err == nil && lanes != nil && doneLanes == len(lanes), err
+	return err == nil && p.lanes != nil && doneLanes == len(p.lanes), err
 }
 
 // applyBatch calls the slotted write behind the per-lane identity check
