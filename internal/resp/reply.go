@@ -67,9 +67,6 @@ func AppendBulkInt(dst []byte, n int64) []byte {
 	return AppendBulk(dst, strconv.AppendInt(digits[:0], n, 10))
 }
 
-// AppendNull appends the null bulk string reply "$-1\r\n" to dst.
-func AppendNull(dst []byte) []byte { return append(dst, "$-1\r\n"...) }
-
 // AppendArrayHeader appends "*n\r\n" to dst, which the n replies that are
 // the array's elements must follow.
 func AppendArrayHeader(dst []byte, n int) []byte { return appendHeader(dst, '*', n) }
