@@ -144,7 +144,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	if err != nil {
 		return err
 	}
-	if cfg.MetricsAddr != "" {
+	if cfg.MetricsAddr != config.MetricsOff {
 		ready := func(ctx context.Context) error {
 			if err := pool.Ping(ctx); err != nil {
 				return fmt.Errorf("database unreachable (%w); pending: %d rounds, %d keys, %d journal bytes",

@@ -30,6 +30,7 @@ func TestLoadCounterd(t *testing.T) {
 	db := "DATABASE_URL=postgres://x/y"
 	f([]string{db}, "")
 	f(nil, "DATABASE_URL")
+	f([]string{"DATABASE_URL="}, "DATABASE_URL") // else pgx connects to libpq's defaults
 	f([]string{db, "COUNTERD_FLUSH_INTERVAL=soon"}, "COUNTERD_FLUSH_INTERVAL")
 	f([]string{db, "COUNTERD_FLUSH_INTERVAL=-1s"}, "COUNTERD_FLUSH_INTERVAL")
 	f([]string{db, "COUNTERD_SLOTS=0"}, "COUNTERD_SLOTS")
@@ -50,6 +51,24 @@ func TestDefaults(t *testing.T) {
 	if c.SocketMode != 0o600 || c.FlushInterval != 100*time.Millisecond || !strings.HasPrefix(c.MetricsAddr, "127.0.0.1:") {
 		t.Fatalf("defaults: mode %o, interval %v, metrics %q", c.SocketMode, c.FlushInterval, c.MetricsAddr)
 	}
+}
+
+// An empty variable means its default to env, so metrics are turned off
+// by name.
+func TestMetricsOff(t *testing.T) {
+	t.Parallel()
+	f := func(value, want string) {
+		t.Helper()
+		c, err := config.Load[config.Counterd]([]string{"DATABASE_URL=postgres://x/y", "COUNTERD_METRICS_ADDR=" + value})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.MetricsAddr != want {
+			t.Fatalf("COUNTERD_METRICS_ADDR=%q: got %q; want %q", value, c.MetricsAddr, want)
+		}
+	}
+	f("off", config.MetricsOff)
+	f("", "127.0.0.1:9464")
 }
 
 func TestLoadRollup(t *testing.T) {

@@ -8,13 +8,18 @@ import (
 	"github.com/counterd/counterd/internal/journal"
 )
 
+// MetricsOff is the COUNTERD_METRICS_ADDR that serves no metrics.
+const MetricsOff = "off"
+
 // Counterd is the daemon's configuration.
 type Counterd struct {
-	DatabaseURL string `env:"DATABASE_URL,required" help:"PostgreSQL connection URL (never logged)"`
+	DatabaseURL string `env:"DATABASE_URL,required,notEmpty" help:"PostgreSQL connection URL (never logged)"`
 	Socket      string `env:"COUNTERD_SOCKET" envDefault:"/tmp/counterd.sock" help:"Unix socket to listen on (created mode 0600)"`
 	// 0600 because anyone who can write the socket can change counts.
-	SocketMode  Mode   `env:"COUNTERD_SOCKET_MODE" envDefault:"0600" help:"permission bits of the socket, octal"`
-	MetricsAddr string `env:"COUNTERD_METRICS_ADDR" envDefault:"127.0.0.1:9464" help:"HTTP address for /metrics, /healthz, /readyz (empty disables)"`
+	SocketMode Mode `env:"COUNTERD_SOCKET_MODE" envDefault:"0600" help:"permission bits of the socket, octal"`
+	// "off" rather than empty, because env takes the default for an
+	// empty variable.
+	MetricsAddr string `env:"COUNTERD_METRICS_ADDR" envDefault:"127.0.0.1:9464" help:"HTTP address for /metrics, /healthz, /readyz (off disables)"`
 	Pprof       bool   `env:"COUNTERD_PPROF" envDefault:"false" help:"also serve Go's /debug/pprof profiles on the metrics address"`
 
 	// Relative by default so a laptop run needs no setup; production
@@ -52,12 +57,8 @@ type Counterd struct {
 // Validate checks ranges env cannot express.
 func (c *Counterd) Validate() error {
 	switch {
-	case c.Socket == "":
-		return &Error{"COUNTERD_SOCKET", "must not be empty"}
 	case len(c.Socket) > 107:
 		return &Error{"COUNTERD_SOCKET", "path longer than the 107 bytes a Unix socket allows"}
-	case c.Journal && c.JournalDir == "":
-		return &Error{"COUNTERD_JOURNAL_DIR", "must not be empty while COUNTERD_JOURNAL is true"}
 	case c.Ack != "journal" && c.Ack != "commit":
 		return &Error{"COUNTERD_ACK", fmt.Sprintf("%q is not journal or commit", c.Ack)}
 	case c.JournalMaxBytes < 1<<20:
