@@ -13,14 +13,6 @@ func FuzzReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		want := strategies[0].run(t, in)
-		for _, cmd := range want.cmds {
-			if len(cmd) == 0 {
-				t.Fatalf("got an empty command; want at least one argument")
-			}
-		}
-		if want.err == "" && want.rest > len(in) {
-			t.Fatalf("got %d bytes left over; want at most %d", want.rest, len(in))
-		}
 		for _, s := range strategies[1:] {
 			if got := s.run(t, in); !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s: got %+v; want %+v", s.name, got, want)
