@@ -15,10 +15,11 @@ func Example() {
 	clk := newFakeClock()
 	c := hotness.New(hotness.Options{Now: clk.Now}) // production: Options{} and defer c.Close()
 	key := []byte("post:42")
+	rng := rand.New(rand.NewPCG(1, 2))
 	written := 0
 	for range 30000 { // 10,000 increments/s for 3s
 		clk.Advance(100 * time.Microsecond)
-		if n := c.Observe(key); n == 1 || rand.IntN(n) == 0 {
+		if n := c.Observe(key); n == 1 || rng.IntN(n) == 0 {
 			written++ // record +n
 		}
 	}
