@@ -24,13 +24,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/counterd/counterd/internal/keyspace"
 	"github.com/counterd/counterd/internal/latency"
+	"github.com/counterd/counterd/internal/resp"
 )
 
 // Config describes one load.
@@ -57,8 +57,6 @@ type Config struct {
 	// not keyspace names. A Key that builds a new string allocates.
 	Key  func(rng *rand.Rand, client, i int) string
 	Keys int
-	// Incr is the command's name (default INCR).
-	Incr string
 	// Seed varies the clients' random streams between runs (default 0).
 	Seed uint64
 }
@@ -87,9 +85,6 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	if cfg.Keys <= 0 {
 		cfg.Keys = 100000
-	}
-	if cfg.Incr == "" {
-		cfg.Incr = "INCR"
 	}
 	if cfg.Source == nil && cfg.Key == nil {
 		keys := uint64(cfg.Keys)
@@ -125,6 +120,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				w.due = start.Add(interval * time.Duration(c) / time.Duration(cfg.Clients))
 			}
 			err := w.run(ctx, &remaining, deadline)
+			if err != nil && ctx.Err() != nil {
+				// A cancelled load fails on its cut connection; say why.
+				err = ctx.Err()
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && firstErr == nil {
@@ -142,30 +141,18 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return res, firstErr
 }
 
-func appendCommand(b []byte, cmd, key string) []byte {
-	b = appendHeader(b, cmd)
-	b = strconv.AppendInt(b, int64(len(key)), 10)
-	b = append(b, "\r\n"...)
-	b = append(b, key...)
-	return append(b, "\r\n"...)
+// incrHeader starts every command: a two-element array holding INCR and
+// then the key.
+var incrHeader = resp.AppendBulkString(resp.AppendArrayHeader(nil, 2), "INCR")
+
+// appendIncr appends the command INCR key.
+func appendIncr(b []byte, key string) []byte {
+	return resp.AppendBulkString(append(b, incrHeader...), key)
 }
 
-// appendIndexCommand writes cmd for the key keyspace.Name(i) without
-// building the key as a string.
-func appendIndexCommand(b []byte, cmd string, i uint64) []byte {
-	b = appendHeader(b, cmd)
-	var digits [20]byte
-	n := len(strconv.AppendUint(digits[:0], i, 10))
-	b = strconv.AppendInt(b, int64(len(keyspace.Prefix)+n), 10)
-	b = append(b, "\r\n"...)
-	b = keyspace.AppendName(b, i)
-	return append(b, "\r\n"...)
-}
-
-func appendHeader(b []byte, cmd string) []byte {
-	b = append(b, "*2\r\n$"...)
-	b = strconv.AppendInt(b, int64(len(cmd)), 10)
-	b = append(b, "\r\n"...)
-	b = append(b, cmd...)
-	return append(b, "\r\n$"...)
+// appendIndexIncr appends INCR of the key keyspace.Name(i) without building
+// the key as a string.
+func appendIndexIncr(b []byte, i uint64) []byte {
+	var name [len(keyspace.Prefix) + 20]byte // 20: len("18446744073709551615")
+	return resp.AppendBulk(append(b, incrHeader...), keyspace.AppendName(name[:0], i))
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"net"
 	"runtime"
@@ -13,17 +14,21 @@ import (
 	"time"
 
 	"github.com/counterd/counterd/internal/loadgen"
+	"github.com/counterd/counterd/internal/resp"
 )
 
 // server is a minimal RESP server: it answers every command with :1, or
 // -ERR when the key ends in "bad", optionally after a delay, and counts
-// what it answered without allocating.
+// what it answered without allocating. first is closed once it has
+// received a command.
 type server struct {
 	ln    net.Listener
 	delay time.Duration
 	cmds  atomic.Int64
 	hot   atomic.Int64 // commands on post:0
 	wg    sync.WaitGroup
+	first chan struct{}
+	once  sync.Once
 }
 
 func startServer(t testing.TB, delay time.Duration) *server {
@@ -32,7 +37,7 @@ func startServer(t testing.TB, delay time.Duration) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{ln: ln, delay: delay}
+	s := &server{ln: ln, delay: delay, first: make(chan struct{})}
 	s.wg.Go(func() {
 		for {
 			c, err := ln.Accept()
@@ -46,39 +51,39 @@ func startServer(t testing.TB, delay time.Duration) *server {
 	return s
 }
 
+// serve answers every command already buffered, then writes the replies
+// at once and reads again.
 func (s *server) serve(c net.Conn) {
 	defer c.Close()
-	rd := bufio.NewReader(c)
+	rd := resp.NewReader(c, 64<<10)
 	wr := bufio.NewWriter(c)
 	for {
-		line, err := rd.ReadSlice('\n')
-		if err != nil || len(line) < 3 || line[0] != '*' {
+		for {
+			args, ok, err := rd.Next()
+			if err != nil {
+				return
+			}
+			if !ok {
+				break
+			}
+			s.once.Do(func() { close(s.first) })
+			if s.delay > 0 {
+				time.Sleep(s.delay) // a slow server, not a wait for an event
+			}
+			s.cmds.Add(1)
+			key := args[len(args)-1]
+			switch {
+			case string(key) == "post:0":
+				s.hot.Add(1)
+				wr.WriteString(":1\r\n")
+			case bytes.HasSuffix(key, []byte("bad")):
+				wr.WriteString("-ERR bad key\r\n")
+			default:
+				wr.WriteString(":1\r\n")
+			}
+		}
+		if wr.Flush() != nil || rd.Fill() != nil {
 			return
-		}
-		n := int(line[1] - '0')
-		var key []byte
-		for range 2 * n {
-			if key, err = rd.ReadSlice('\n'); err != nil {
-				return
-			}
-		}
-		if s.delay > 0 {
-			time.Sleep(s.delay) // a slow server, not a wait for an event
-		}
-		s.cmds.Add(1)
-		switch {
-		case bytes.Equal(key, []byte("post:0\r\n")):
-			s.hot.Add(1)
-			wr.WriteString(":1\r\n")
-		case bytes.HasSuffix(key, []byte("bad\r\n")):
-			wr.WriteString("-ERR bad key\r\n")
-		default:
-			wr.WriteString(":1\r\n")
-		}
-		if rd.Buffered() == 0 {
-			if wr.Flush() != nil {
-				return
-			}
 		}
 	}
 }
@@ -172,6 +177,8 @@ func TestPacedLatencyIncludesQueueing(t *testing.T) {
 	}
 }
 
+// TestCancel cancels a load once the server has its first command: Run
+// returns promptly with the context's error, closed loop or paced.
 func TestCancel(t *testing.T) {
 	t.Parallel()
 	for _, rate := range []float64{0, 1} {
@@ -182,11 +189,18 @@ func TestCancel(t *testing.T) {
 			_, err := loadgen.Run(ctx, loadgen.Config{Network: "tcp", Addr: s.ln.Addr().String(), Duration: time.Hour, Rate: rate})
 			done <- err
 		}()
+		select {
+		case <-s.first:
+		case err := <-done:
+			t.Fatalf("rate %v: Run returned %v before the server had a command", rate, err)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("rate %v: no command reached the server within 10s", rate)
+		}
 		cancel()
 		select {
 		case err := <-done:
-			if err == nil {
-				t.Errorf("rate %v: Run after cancel returned nil; want an error", rate)
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("rate %v: Run after cancel returned %v; want context.Canceled", rate, err)
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("rate %v: Run did not return within 10s of cancel", rate)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/counterd/counterd/internal/latency"
+	"github.com/counterd/counterd/internal/resp"
 )
 
 // timerSlack is how early a paced client may send: Go's timers round
@@ -88,9 +89,9 @@ func (w *worker) run(ctx context.Context, remaining *atomic.Int64, deadline time
 		buf = buf[:0]
 		for range n {
 			if w.next != nil {
-				buf = appendIndexCommand(buf, w.cfg.Incr, w.next())
+				buf = appendIndexIncr(buf, w.next())
 			} else {
-				buf = appendCommand(buf, w.cfg.Incr, w.cfg.Key(w.rng, w.id, i))
+				buf = appendIncr(buf, w.cfg.Key(w.rng, w.id, i))
 			}
 			i++
 		}
@@ -137,34 +138,16 @@ func readReply(rd *bufio.Reader) (bool, error) {
 	case '-':
 		return false, nil
 	case '$':
-		n, ok := atoi(line[1 : len(line)-2])
-		if !ok {
+		n, ok := resp.ParseInt(line[1 : len(line)-2])
+		if !ok || n < -1 {
 			return false, fmt.Errorf("bad bulk header %q", line)
 		}
 		if n >= 0 {
-			if _, err := rd.Discard(n + 2); err != nil {
+			if _, err := rd.Discard(int(n) + 2); err != nil {
 				return false, err
 			}
 		}
 		return true, nil
 	}
 	return false, fmt.Errorf("unexpected reply %q", line)
-}
-
-// atoi parses a bulk length (-1 or a natural number) without allocating.
-func atoi(b []byte) (int, bool) {
-	if string(b) == "-1" {
-		return -1, true
-	}
-	if len(b) == 0 || len(b) > 10 {
-		return 0, false
-	}
-	n := 0
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, true
 }
