@@ -54,9 +54,6 @@ type CeilingResult struct {
 	Batch int
 }
 
-// RowRate is rows upserted per second.
-func (r CeilingResult) RowRate() float64 { return float64(r.Rows) / r.Elapsed.Seconds() }
-
 // SetupCeiling creates the ceiling table with a zero row for every key
 // below keys, so the run measures updates through the upsert path.
 func SetupCeiling(ctx context.Context, pool *pgxpool.Pool, keys uint64) error {
@@ -118,19 +115,11 @@ func Ceiling(ctx context.Context, pool *pgxpool.Pool, load CeilingLoad) (Ceiling
 	for c := range work {
 		work[c] = makeBatches(rand.New(rand.NewPCG(load.Seed, uint64(c))), load, c, load.Conns, size, batchesPerConn)
 	}
-	conns := make([]*pgxpool.Conn, 0, load.Conns)
-	defer func() {
-		for _, c := range conns {
-			c.Release()
-		}
-	}()
-	for range load.Conns {
-		c, err := pool.Acquire(ctx)
-		if err != nil {
-			return CeilingResult{}, fmt.Errorf("connect: %w", err)
-		}
-		conns = append(conns, c)
+	conns, release, err := acquire(ctx, pool, load.Conns)
+	if err != nil {
+		return CeilingResult{}, err
 	}
+	defer release()
 
 	var (
 		wg       sync.WaitGroup

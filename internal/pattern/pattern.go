@@ -64,23 +64,8 @@ func All() []Pattern {
 	return []Pattern{naive, atomic, locking, slotted, skipLocked, probabilistic}
 }
 
-// Lookup finds a pattern by name.
-func Lookup(name string) (Pattern, bool) {
-	for _, p := range All() {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return Pattern{}, false
-}
-
 // Table is the name of the pattern's table.
 func (p Pattern) Table() string { return "pattern_" + p.Name }
-
-// Incr adds one to key on c and returns how many rows it wrote.
-func (p Pattern) Incr(ctx context.Context, c *pgx.Conn, rng *rand.Rand, key string) (int64, error) {
-	return p.incr(ctx, c, rng, key)
-}
 
 // Setup creates the pattern's table afresh; a pattern that updates one
 // row per key gets rows for the keys with indexes below keys, at zero.
@@ -99,11 +84,6 @@ CREATE TABLE %[1]s (
 		return fmt.Errorf("create %s: %w", p.Table(), err)
 	}
 	return nil
-}
-
-// Total is the sum of the pattern's table.
-func (p Pattern) Total(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
-	return total(ctx, pool, p.Table())
 }
 
 // createPerKey creates table with a zero row for every key below keys,
@@ -130,4 +110,24 @@ func total(ctx context.Context, pool *pgxpool.Pool, table string) (int64, error)
 		return 0, fmt.Errorf("sum %s: %w", table, err)
 	}
 	return n, nil
+}
+
+// acquire takes n connections from pool for clients that each keep one,
+// and returns them with the function that gives them back.
+func acquire(ctx context.Context, pool *pgxpool.Pool, n int) ([]*pgxpool.Conn, func(), error) {
+	conns := make([]*pgxpool.Conn, 0, n)
+	release := func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}
+	for range n {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			release()
+			return nil, nil, fmt.Errorf("connect client %d: %w", len(conns), err)
+		}
+		conns = append(conns, c)
+	}
+	return conns, release, nil
 }

@@ -81,15 +81,18 @@ func TestCeilingStoresEveryDelta(t *testing.T) {
 	}
 }
 
-func TestLookup(t *testing.T) {
+// TestNamesAreDistinct: reports and settings find a pattern by its name,
+// and each keeps its own table.
+func TestNamesAreDistinct(t *testing.T) {
 	t.Parallel()
+	seen := map[string]bool{}
 	for _, p := range pattern.All() {
-		got, ok := pattern.Lookup(p.Name)
-		if !ok || got.Name != p.Name || got.Table() != "pattern_"+p.Name {
-			t.Fatalf("Lookup(%q) = %q, %v", p.Name, got.Name, ok)
+		if p.Name == "" || seen[p.Name] {
+			t.Errorf("pattern name %q is empty or repeated", p.Name)
 		}
-	}
-	if _, ok := pattern.Lookup("magic"); ok {
-		t.Fatal(`Lookup("magic") found a pattern; want none`)
+		seen[p.Name] = true
+		if got := p.Table(); got != "pattern_"+p.Name {
+			t.Errorf("%s: table %q; want %q", p.Name, got, "pattern_"+p.Name)
+		}
 	}
 }

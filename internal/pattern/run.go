@@ -59,23 +59,15 @@ func Run(ctx context.Context, pool *pgxpool.Pool, p Pattern, load Load) (Result,
 	if load.MaxOps <= 0 {
 		load.MaxOps = 100_000_000
 	}
-	before, err := p.Total(ctx, pool)
+	before, err := total(ctx, pool, p.Table())
 	if err != nil {
 		return Result{}, err
 	}
-	conns := make([]*pgxpool.Conn, 0, load.Clients)
-	defer func() {
-		for _, c := range conns {
-			c.Release()
-		}
-	}()
-	for range load.Clients {
-		c, err := pool.Acquire(ctx)
-		if err != nil {
-			return Result{}, fmt.Errorf("connect client %d: %w", len(conns), err)
-		}
-		conns = append(conns, c)
+	conns, release, err := acquire(ctx, pool, load.Clients)
+	if err != nil {
+		return Result{}, err
 	}
+	defer release()
 
 	var (
 		wg   sync.WaitGroup
@@ -95,7 +87,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, p Pattern, load Load) (Result,
 			for ops+errs < load.MaxOps && time.Now().Before(deadline) {
 				key := keyspace.Name(next())
 				t0 := time.Now()
-				n, err := p.Incr(ctx, c.Conn(), rng, key)
+				n, err := p.incr(ctx, c.Conn(), rng, key)
 				lat.Record(time.Since(t0))
 				if err != nil {
 					errs++
@@ -124,7 +116,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, p Pattern, load Load) (Result,
 	wg.Wait()
 	res.Elapsed = time.Since(start)
 	res.P50, res.P99 = hist.Quantile(0.50), hist.Quantile(0.99)
-	after, err := p.Total(ctx, pool)
+	after, err := total(ctx, pool, p.Table())
 	if err != nil {
 		return res, err
 	}
