@@ -146,18 +146,9 @@ func (c *counterdServer) scrape(ctx context.Context) (map[string]float64, error)
 	return m, nil
 }
 
-// slotRows reads how many slot rows counterd's committed rounds wrote; ok
-// is false when counterd does not say (no metrics listener, or no round
-// committed yet).
-func (c *counterdServer) slotRows(ctx context.Context) (n float64, ok bool, err error) {
-	m, err := c.scrape(ctx)
-	if err != nil {
-		return 0, false, err
-	}
-	n, ok = slotRowsOf(m)
-	return n, ok, nil
-}
-
+// slotRowsOf reads, from a scrape, how many slot rows counterd's committed
+// rounds wrote; ok is false when counterd does not say (no metrics
+// listener, or no round committed yet).
 func slotRowsOf(m map[string]float64) (float64, bool) {
 	if v, ok := m["counterd_flush_keys_total"]; ok {
 		return v, true
@@ -212,7 +203,7 @@ func (b *bench) counterdMeasure(ctx context.Context, row *report.Row, load loadg
 		return err
 	}
 	load.Network, load.Addr = "unix", srv.socket
-	return b.counterdAround(ctx, srv, row, func() error {
+	_, err = b.counterdAround(ctx, srv, row, func() error {
 		res, err := loadgen.Run(ctx, load)
 		if err != nil {
 			return err
@@ -220,22 +211,26 @@ func (b *bench) counterdMeasure(ctx context.Context, row *report.Row, load loadg
 		fillFromLoad(row, res)
 		return nil
 	})
+	return err
 }
 
 // counterdAround runs measure between two readings of counterd's total and
-// slot-row count, with a FLUSH before the second, timed as row.Drain.
-func (b *bench) counterdAround(ctx context.Context, srv *counterdServer, row *report.Row, measure func() error) error {
-	// Before the first committed round there is nothing to count yet.
-	rowsBefore, _, err := srv.slotRows(ctx)
+// metrics, with a FLUSH before the second, timed as row.Drain. It returns
+// the metrics read after the FLUSH (nil when counterd serves none), which
+// include the drain's rounds.
+func (b *bench) counterdAround(ctx context.Context, srv *counterdServer, row *report.Row, measure func() error) (map[string]float64, error) {
+	m, err := srv.scrape(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	// Before the first committed round there is nothing to count yet.
+	rowsBefore, _ := slotRowsOf(m)
 	before, err := b.counterdTotal(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := measure(); err != nil {
-		return err
+		return nil, err
 	}
 	drainStart := time.Now()
 	if err := srv.flush(ctx); err != nil {
@@ -243,17 +238,17 @@ func (b *bench) counterdAround(ctx context.Context, srv *counterdServer, row *re
 			b.progress.note("counterd's FLUSH failed; what counterd logged last may say why")
 			b.showLog(srv.log.Name(), logTail)
 		}
-		return err
+		return nil, err
 	}
 	row.Drain = time.Since(drainStart)
 	after, err := b.counterdTotal(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rowsAfter, ok, err := srv.slotRows(ctx)
-	if err != nil {
-		return err
+	if m, err = srv.scrape(ctx); err != nil {
+		return nil, err
 	}
+	rowsAfter, ok := slotRowsOf(m)
 	row.Checked, row.Stored = true, after-before
 	row.RowsWritten = -1
 	if ok {
@@ -261,7 +256,7 @@ func (b *bench) counterdAround(ctx context.Context, srv *counterdServer, row *re
 	} else if row.Stored != 0 {
 		row.Note = "counterd reported no slot-row count"
 	}
-	return nil
+	return m, nil
 }
 
 func fillFromLoad(row *report.Row, res loadgen.Result) {

@@ -40,7 +40,7 @@ func (b *bench) ingest(ctx context.Context) error {
 			case target == "counterd":
 				var srv *counterdServer
 				if srv, err = b.startCounterd(ctx); err == nil {
-					err = b.counterdAround(ctx, srv, &row, func() error { return b.redisBenchmark(ctx, tool, srv.socket, p, &row) })
+					_, err = b.counterdAround(ctx, srv, &row, func() error { return b.redisBenchmark(ctx, tool, srv.socket, p, &row) })
 				}
 			default:
 				if srv := b.startRedis(ctx); srv == nil {

@@ -80,10 +80,7 @@ func (s *settings) Validate() error {
 
 	s.Approaches = tidy(s.Approaches)
 	if len(s.Approaches) == 1 && s.Approaches[0] == "all" {
-		s.Approaches = nil
-		for _, a := range approaches {
-			s.Approaches = append(s.Approaches, a.name)
-		}
+		s.Approaches = approachNames()
 	}
 	for _, a := range s.Approaches {
 		if _, ok := lookupApproach(a); !ok {

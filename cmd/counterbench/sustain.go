@@ -48,7 +48,7 @@ func (b *bench) sustainRun(ctx context.Context, row *report.Row) error {
 		Clients: sustainClients, Pipeline: sustainPipeline, Duration: b.cfg.SustainDuration, Rate: b.cfg.SustainRate,
 		Source: b.sourceFor(sustainKeys), Seed: b.nextSeed(),
 	}
-	err = b.counterdAround(ctx, srv, row, func() error {
+	m, err := b.counterdAround(ctx, srv, row, func() error {
 		rec, err := srv.record(ctx, sampleEvery)
 		if err != nil {
 			return err
@@ -72,12 +72,7 @@ func (b *bench) sustainRun(ctx context.Context, row *report.Row) error {
 		row.Note = "counterd serves no metrics, so there is no series"
 		return nil
 	}
-	// counterdAround has flushed: this reading includes the drain's
-	// rounds.
-	m, err := srv.scrape(ctx)
-	if err != nil {
-		return err
-	}
+	// m was read after the FLUSH, so it includes the drain's rounds.
 	first, last := row.Series[0], sampleOf(m, 0)
 	if secs := last.FlushSeconds - first.FlushSeconds; secs > 0 {
 		row.WriteRate = (last.FlushKeys - first.FlushKeys) / secs
