@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/counterd/counterd/internal/resp"
 )
 
 func TestLastLines(t *testing.T) {
@@ -79,13 +80,19 @@ func stallingCounterd(t *testing.T) (socket string, flushes *atomic.Int64) {
 			}
 			go func() {
 				defer c.Close()
-				r := bufio.NewReader(c)
+				rd := resp.NewReader(c, 4096)
 				for {
-					cmd, err := readCommand(r)
+					args, ok, err := rd.Next()
 					if err != nil {
 						return
 					}
-					if strings.EqualFold(cmd[0], "FLUSH") {
+					if !ok {
+						if rd.Fill() != nil {
+							return
+						}
+						continue
+					}
+					if strings.EqualFold(string(args[0]), "FLUSH") {
 						flushes.Add(1)
 					}
 					if _, err := c.Write([]byte("-ERR flush timed out\r\n")); err != nil {
@@ -96,30 +103,6 @@ func stallingCounterd(t *testing.T) (socket string, flushes *atomic.Int64) {
 		}
 	}()
 	return socket, flushes
-}
-
-// readCommand reads one RESP array of bulk strings.
-func readCommand(r *bufio.Reader) ([]string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "*")))
-	if err != nil || n < 1 {
-		return nil, fmt.Errorf("bad array header %q", line)
-	}
-	args := make([]string, n)
-	for i := range args {
-		if _, err := r.ReadString('\n'); err != nil { // $len
-			return nil, err
-		}
-		arg, err := r.ReadString('\n')
-		if err != nil {
-			return nil, err
-		}
-		args[i] = strings.TrimSuffix(arg, "\r\n")
-	}
-	return args, nil
 }
 
 // TestFlushSaysHowLongItWaited: a FLUSH that keeps failing is retried,
