@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/counterd/counterd/internal/config"
+	"github.com/counterd/counterd/internal/database"
 	"github.com/counterd/counterd/internal/keyspace"
 	"github.com/counterd/counterd/internal/process"
 	"github.com/counterd/counterd/internal/report"
@@ -58,13 +59,8 @@ func newBench(ctx context.Context, cfg settings, environ []string, stderr io.Wri
 	if err := resetSchema(ctx, cfg.DatabaseURL, cfg.Schema); err != nil {
 		return nil, err
 	}
-	pcfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, errors.New("DATABASE_URL is not a valid PostgreSQL URL or DSN")
-	}
-	pcfg.MaxConns = int32(b.maxConns())
-	if b.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
-		return nil, fmt.Errorf("open pool: %w", err)
+	if b.pool, err = database.Open(url, b.maxConns()); err != nil {
+		return nil, err
 	}
 	if err := b.checkConnections(ctx); err != nil {
 		b.pool.Close()
