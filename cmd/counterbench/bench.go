@@ -230,8 +230,19 @@ func oneLine(s string) string {
 	return s
 }
 
+// testHookDraw, when set, runs before every key a load draws. A client
+// draws its first key once it is connected, so a test can act on a load
+// that is under way.
+var testHookDraw func()
+
 // sourceFor returns loadgen's per-client key source for d.
 func (b *bench) sourceFor(d keyspace.Dist) func(rng *rand.Rand) func() uint64 {
-	n := b.cfg.Keyspace
-	return func(rng *rand.Rand) func() uint64 { return d.Source(rng, n) }
+	n, hook := b.cfg.Keyspace, testHookDraw
+	return func(rng *rand.Rand) func() uint64 {
+		next := d.Source(rng, n)
+		if hook == nil {
+			return next
+		}
+		return func() uint64 { hook(); return next() }
+	}
 }

@@ -322,27 +322,10 @@ func TestMissingRedis(t *testing.T) {
 	}
 }
 
-// cancelOn cancels a context once a line containing marker is written.
-type cancelOn struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	marker string
-	cancel context.CancelFunc
-}
-
-func (c *cancelOn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.buf.Write(p)
-	if strings.Contains(c.buf.String(), c.marker) {
-		c.cancel()
-	}
-	return len(p), nil
-}
-
-// TestCancelStopsEverything interrupts a run once counterd, or
-// redis-server, is ready and its first cell starts: run returns promptly
-// and leaves no process behind. Not parallel, for the same reason as TestRunShort.
+// TestCancelStopsEverything interrupts a run once the load of its first
+// cell, on counterd or on redis-server, is under way: run returns promptly
+// and leaves no process behind. Not parallel, for the same reason as
+// TestRunShort, and because it sets testHookDraw.
 func TestCancelStopsEverything(t *testing.T) {
 	for _, approach := range []string{"counterd-p1", "redis-p1"} {
 		t.Run(approach, func(t *testing.T) {
@@ -352,19 +335,20 @@ func TestCancelStopsEverything(t *testing.T) {
 			db := pgtest.New(t, pgtest.Options{NoMigrate: true, MaxConns: 2})
 			env := append(shortEnv(t, db, t.TempDir()),
 				"COUNTERBENCH_DURATION=10s", "COUNTERBENCH_APPROACHES="+approach, "COUNTERBENCH_SECTIONS=matrix")
-			marker := strings.TrimSuffix(approach, "-p1") + " ready"
-			if approach == "redis-p1" {
-				marker = "redis-server ready"
-			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			stderr := &cancelOn{marker: marker, cancel: cancel}
-			start := time.Now()
-			err := run(ctx, nil, env, &bytes.Buffer{}, stderr)
+			var (
+				once      sync.Once
+				cancelled time.Time
+			)
+			testHookDraw = func() { once.Do(func() { cancelled = time.Now(); cancel() }) }
+			defer func() { testHookDraw = nil }()
+			var stderr bytes.Buffer
+			err := run(ctx, nil, env, &bytes.Buffer{}, &stderr)
 			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("run: %v; want context.Canceled\n%s", err, stderr.buf.String())
+				t.Fatalf("run: %v; want context.Canceled\n%s", err, stderr.String())
 			}
-			if took := time.Since(start); took > 9*time.Second {
+			if took := time.Since(cancelled); took > 9*time.Second {
 				t.Errorf("run took %v after a cancel during a 10s cell; want it to stop early", took)
 			}
 			if left := children(t); len(left) > 0 {
