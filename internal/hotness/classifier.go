@@ -24,16 +24,16 @@ type Classifier struct {
 	hotCount, coolCount, targetCount float64
 
 	// Read on every Observe, written a few times a second at most.
-	next       atomic.Int64          // when the next decay step is due
-	epochStart atomic.Int64          // the time counts are decayed to
+	// epochStart is the time counts are decayed to, a multiple of step: the
+	// next decay step is due at epochStart+step.
+	epochStart atomic.Int64
 	index      atomic.Pointer[index] // lock-free view of entries
 	floor      atomic.Uint64         // count of the coolest entry when the table is full, else 0
 
 	clock clock // padded: its coarse time is written every resolution
 
-	mu      sync.Mutex // guards entries and epoch; held while decaying
+	mu      sync.Mutex // guards entries; held while decaying
 	entries []*entry   // the hot table, unordered
-	epoch   int64      // decay steps applied since New
 }
 
 // New returns a Classifier configured by opts; zero fields take defaults.
@@ -55,7 +55,6 @@ func New(opts Options) *Classifier {
 	c.hotCount = opts.HotRate / c.perCount
 	c.coolCount = opts.CoolRate / c.perCount
 	c.targetCount = opts.Target / c.perCount
-	c.next.Store(c.step)
 	c.index.Store(newIndex(nil))
 	c.clock.start(opts.Now, max(time.Duration(c.step)/clockTicksPerStep, time.Millisecond))
 	return c
@@ -85,11 +84,11 @@ func (c *Classifier) now() int64 {
 // a key becomes hot.
 func (c *Classifier) Observe(key []byte) (n int) {
 	now := c.now()
-	c.tick(now, false)
+	start := c.tick(now, c.epochStart.Load(), false)
 	h := maphash.Bytes(c.seed, key)
 	// Rates are compared as counts against threshold*denominator, so the hot
 	// path divides once, and only for a hot key.
-	d := c.denom(now)
+	d := c.denom(now, start)
 	if e := c.index.Load().find(h); e != nil {
 		v := float64(e.count.Add(one))
 		if v < c.coolCount*d {
@@ -111,7 +110,7 @@ func (c *Classifier) Observe(key []byte) (n int) {
 // without observing it.
 func (c *Classifier) Rate(key []byte) float64 {
 	now := c.now()
-	c.tick(now, true)
+	c.tick(now, c.epochStart.Load(), true)
 	h := maphash.Bytes(c.seed, key)
 	if e := c.index.Load().find(h); e != nil {
 		return c.rate(e.count.Load(), now)
@@ -133,15 +132,15 @@ func (c *Classifier) Bytes() int {
 }
 
 // denom is what a decayed count is divided by, at time now, to give a rate
-// per nanosecond: s*f/(1-f) plus the time since the last decay step.
-func (c *Classifier) denom(now int64) float64 {
-	return c.base + float64(max(now-c.epochStart.Load(), 0))
+// per nanosecond: s*f/(1-f) plus the time since start, the last decay step.
+func (c *Classifier) denom(now, start int64) float64 {
+	return c.base + float64(max(now-start, 0))
 }
 
 // rate converts a decayed count (counter units) at time now into
 // increments/second.
 func (c *Classifier) rate(v uint64, now int64) float64 {
-	return float64(v) * c.perCount / c.denom(now)
+	return float64(v) * c.perCount / c.denom(now, c.epochStart.Load())
 }
 
 // factor is the sampling factor for decayed count v over denominator d:

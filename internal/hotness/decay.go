@@ -8,37 +8,39 @@ import "math"
 // steady ones; each step costs one pass over the sketch.
 const stepsPerHalfLife = 16
 
-// tick applies the decay steps due by now. Observe passes wait=false: if
-// another goroutine holds the lock (most likely decaying already), it goes
-// on without waiting and the steps are left to it or to a later call.
-func (c *Classifier) tick(now int64, wait bool) {
-	if now < c.next.Load() {
-		return
+// tick applies the decay steps due by now, given start, the epochStart the
+// caller loaded, and returns the epochStart to compute rates with. Observe
+// passes wait=false: if another goroutine holds the lock (most likely
+// decaying already), it goes on without waiting and the steps are left to it
+// or to a later call.
+func (c *Classifier) tick(now, start int64, wait bool) int64 {
+	if now < start+c.step {
+		return start
 	}
 	if wait {
 		c.mu.Lock()
 	} else if !c.mu.TryLock() {
-		return
+		return start
 	}
 	c.stepLocked(now)
+	start = c.epochStart.Load()
 	c.mu.Unlock()
+	return start
 }
 
 // stepLocked decays the sketch and the hot table by every step that has
 // begun by now, and drops keys that have cooled.
 func (c *Classifier) stepLocked(now int64) {
-	ep := now / c.step
-	if ep <= c.epoch {
+	ep, epoch := now/c.step, c.epochStart.Load()/c.step
+	if ep <= epoch {
 		return
 	}
-	mul := decayMul(float64(ep-c.epoch) * float64(c.step) / float64(c.opts.HalfLife))
+	mul := decayMul(float64(ep-epoch) * float64(c.step) / float64(c.opts.HalfLife))
 	c.sk.decay(mul)
 	for _, e := range c.entries {
 		decayCell(&e.count, mul)
 	}
-	c.epoch = ep
 	c.epochStart.Store(ep * c.step)
-	c.next.Store((ep + 1) * c.step)
 	c.pruneLocked(now)
 }
 

@@ -73,7 +73,7 @@ func (c *Classifier) Hot() []HotKey {
 	c.pruneLocked(now)
 	out := make([]HotKey, 0, len(c.entries))
 	for _, e := range c.entries {
-		v, d := float64(e.count.Load()), c.denom(now)
+		v, d := float64(e.count.Load()), c.denom(now, c.epochStart.Load())
 		out = append(out, HotKey{Key: e.key, Rate: v * c.perCount / d, N: c.factor(v, d)})
 	}
 	slices.SortFunc(out, func(a, b HotKey) int {
@@ -103,7 +103,7 @@ func (c *Classifier) enter(h uint64, key []byte, idx *cols, now int64) int {
 	defer c.mu.Unlock()
 	if e := c.index.Load().find(h); e != nil {
 		// Another goroutine let it in first; this increment stays in the sketch.
-		return c.factor(float64(e.count.Load()), c.denom(now))
+		return c.factor(float64(e.count.Load()), c.denom(now, c.epochStart.Load()))
 	}
 	// Re-read: a decay step may have run since the caller's estimate.
 	v := c.sk.estimate(idx)
@@ -124,7 +124,7 @@ func (c *Classifier) enter(h uint64, key []byte, idx *cols, now int64) int {
 	e.count.Store(v)
 	c.entries = append(c.entries, e)
 	c.publishLocked()
-	return c.factor(float64(v), c.denom(now))
+	return c.factor(float64(v), c.denom(now, c.epochStart.Load()))
 }
 
 // leave makes e cold again if its rate is still below CoolRate.
