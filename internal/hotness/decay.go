@@ -29,11 +29,12 @@ func (c *Classifier) tick(now, start int64, wait bool) int64 {
 }
 
 // stepLocked decays the sketch and the hot table by every step that has
-// begun by now, and drops keys that have cooled.
-func (c *Classifier) stepLocked(now int64) {
+// begun by now and drops keys that have cooled. It reports whether it
+// stepped, and so pruned.
+func (c *Classifier) stepLocked(now int64) bool {
 	ep, epoch := now/c.step, c.epochStart.Load()/c.step
 	if ep <= epoch {
-		return
+		return false
 	}
 	mul := decayMul(float64(ep-epoch) * float64(c.step) / float64(c.opts.HalfLife))
 	c.sk.decay(mul)
@@ -42,6 +43,7 @@ func (c *Classifier) stepLocked(now int64) {
 	}
 	c.epochStart.Store(ep * c.step)
 	c.pruneLocked(now)
+	return true
 }
 
 // decayMul is the multiplier, as a fraction of 2^64, that decays a count by

@@ -69,11 +69,13 @@ func (c *Classifier) Hot() []HotKey {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.stepLocked(now)
-	c.pruneLocked(now)
+	if !c.stepLocked(now) {
+		c.pruneLocked(now)
+	}
+	d := c.denom(now, c.epochStart.Load())
 	out := make([]HotKey, 0, len(c.entries))
 	for _, e := range c.entries {
-		v, d := float64(e.count.Load()), c.denom(now, c.epochStart.Load())
+		v := float64(e.count.Load())
 		out = append(out, HotKey{Key: e.key, Rate: v * c.perCount / d, N: c.factor(v, d)})
 	}
 	slices.SortFunc(out, func(a, b HotKey) int {
@@ -91,8 +93,9 @@ func (c *Classifier) HotCount() int {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.stepLocked(now)
-	c.pruneLocked(now)
+	if !c.stepLocked(now) {
+		c.pruneLocked(now)
+	}
 	return len(c.entries)
 }
 
