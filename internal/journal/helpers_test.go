@@ -87,16 +87,15 @@ func writeFile(t testing.TB, path string, b []byte) {
 	}
 }
 
-// dirBytes sums the sizes of the segment files in dir.
-func dirBytes(t testing.TB, dir string) int64 {
+// liveBytes sums the sizes of the segment files in dir up to current: the
+// live segments, without the next one prepared ahead of its rotation.
+func liveBytes(t testing.TB, dir string, current uint64) int64 {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(dir, "*.seg"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var n int64
-	for _, p := range paths {
-		n += fileSize(t, p)
+	for seq := uint64(1); seq <= current; seq++ {
+		if _, err := os.Stat(segPath(dir, seq)); err == nil {
+			n += fileSize(t, segPath(dir, seq))
+		}
 	}
 	return n
 }

@@ -173,6 +173,15 @@ func open(opts Options, lock *os.File, log *slog.Logger, set *metrics.Set) (*Jou
 		cur:        cur,
 		live:       live,
 	}
+	// Prepare the next segment now, as Seal does after every rotation, so
+	// the first rotation needs no new disk space: if the disk fills before
+	// it, the round in the current segment can still be swapped out,
+	// committed and removed, which is what frees the disk.
+	if sp, err := createSegment(opts.Dir, next+1, opts.Fsync); err != nil {
+		log.Warn("journal: preparing the next segment failed; the first rotation will try again", slog.Any("error", err))
+	} else {
+		j.spare = sp // not in Bytes, like every spare: it holds no records
+	}
 	j.total.Store(total + cur.size)
 	j.dur.init(Position{Seq: cur.seq, Offset: cur.size})
 	j.m = newJournalMetrics(set, j)
