@@ -102,10 +102,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		return err
 	}
 	prepare := migrateUp
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	err = database.Wait(wctx, pool, 2*time.Second)
-	cancel()
-	if err != nil {
+	if err := database.Wait(ctx, pool, 2*time.Second); err != nil {
 		log.Warn("database unreachable at start; accepting increments into the journal until it answers", "err", err)
 	} else {
 		if err := migrateUp(ctx); err != nil {
@@ -152,7 +149,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 			}
 			return nil
 		}
-		addr, _, err := admin.Serve(ctx, cfg.MetricsAddr, admin.Handler([]*metrics.Set{set}, ready, cfg.Pprof))
+		addr, err := admin.Serve(ctx, cfg.MetricsAddr, admin.Handler([]*metrics.Set{set}, ready, cfg.Pprof))
 		if err != nil {
 			ln.Close()
 			return err

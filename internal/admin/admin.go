@@ -6,7 +6,6 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -52,24 +51,18 @@ func Handler(sets []*metrics.Set, ready func(context.Context) error, profile boo
 }
 
 // Serve listens on addr and serves h until ctx ends.
-func Serve(ctx context.Context, addr string, h http.Handler) (net.Addr, <-chan error, error) {
+func Serve(ctx context.Context, addr string, h http.Handler) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("metrics listener: %w", err)
+		return nil, fmt.Errorf("metrics listener: %w", err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan error, 1)
-	go func() {
-		err := srv.Serve(ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		done <- err
-	}()
+	// Serve returns ErrServerClosed once ctx ends and Shutdown runs.
+	go func() { _ = srv.Serve(ln) }()
 	context.AfterFunc(ctx, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	})
-	return ln.Addr(), done, nil
+	return ln.Addr(), nil
 }

@@ -40,15 +40,16 @@ func Open(url string, maxConns int) (*pgxpool.Pool, error) {
 
 // Wait pings the server until it answers, for at most wait.
 func Wait(ctx context.Context, pool *pgxpool.Pool, wait time.Duration) error {
-	deadline := time.Now().Add(wait)
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
 	for {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		pctx, cancelPing := context.WithTimeout(ctx, 5*time.Second)
 		err := pool.Ping(pctx)
-		cancel()
+		cancelPing()
 		if err == nil {
 			return nil
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if ctx.Err() != nil {
 			c := pool.Config().ConnConfig
 			return fmt.Errorf("database %s:%d/%s unreachable: %w", c.Host, c.Port, c.Database, err)
 		}
