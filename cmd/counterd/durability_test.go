@@ -251,13 +251,18 @@ func TestCorruptJournalTail(t *testing.T) {
 			}
 		}
 	}
+	// The last segment holding records: the journal keeps the next one
+	// prepared (its 16-byte header only) ahead of the rotation.
 	lastSegment := func() string {
 		t.Helper()
 		segs, _ := filepath.Glob(filepath.Join(d.journal, "*.seg"))
-		if len(segs) == 0 {
-			t.Fatal("no journal segment")
+		for i := len(segs) - 1; i >= 0; i-- {
+			if fi, err := os.Stat(segs[i]); err == nil && fi.Size() > 16 {
+				return segs[i]
+			}
 		}
-		return segs[len(segs)-1]
+		t.Fatal("no journal segment with records")
+		return ""
 	}
 
 	// Torn: the last record loses its final bytes.
