@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 	"sync"
@@ -67,9 +68,12 @@ func TestOnceRacingWriters(t *testing.T) {
 			}
 		})
 	}
+	// Stop the writers however the test ends, before its pool closes.
+	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	t.Cleanup(halt)
 	env := []string{"DATABASE_URL=" + db.URL, "ROLLUP_CHUNK=3"}
-	var folded int
-	for range 5 {
+	const passes = 5
+	for range passes {
 		cmd := exec.Command(binary, "once")
 		cmd.Env = env
 		out, err := cmd.Output()
@@ -79,10 +83,8 @@ func TestOnceRacingWriters(t *testing.T) {
 		if !strings.HasPrefix(string(out), "folded ") {
 			t.Fatalf("rollup once printed %q; want 'folded N slot rows ...'", out)
 		}
-		folded++
 	}
-	close(stop)
-	wg.Wait()
+	halt()
 	if werr != nil {
 		t.Fatal(werr)
 	}
@@ -99,7 +101,7 @@ func TestOnceRacingWriters(t *testing.T) {
 	if base != written || before != written {
 		t.Fatalf("totals: counters %d, counter_totals before the last pass %d; want both %d written", base, before, written)
 	}
-	t.Logf("%d passes raced %d increments", folded, written)
+	t.Logf("%d passes raced %d increments", passes, written)
 }
 
 // The scheduler runs passes on its schedule and stops cleanly on SIGTERM.
@@ -115,25 +117,36 @@ func TestScheduleRunsAndStops(t *testing.T) {
 	}
 	cmd := exec.Command(binary)
 	cmd.Env = []string{"DATABASE_URL=" + db.URL, "ROLLUP_SCHEDULE=@every 1s"}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// If the test binary dies, the scheduler dies with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// An io.Pipe, not StderrPipe: the scanner may still read while Wait
+	// runs.
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
-	sc := bufio.NewScanner(stderr)
+	var waitErr error
+	exited := make(chan struct{})
+	go func() {
+		waitErr = cmd.Wait()
+		pw.Close()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited // reaped, whichever way the test ended
+	})
 	passed := make(chan struct{})
 	go func() {
+		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			if strings.Contains(sc.Text(), "msg=\"rollup pass\"") && strings.Contains(sc.Text(), "slot_rows=1") {
 				close(passed)
 				break
 			}
 		}
-		for sc.Scan() {
-		}
+		_, _ = io.Copy(io.Discard, pr)
 	}()
 	select {
 	case <-passed:
@@ -141,8 +154,9 @@ func TestScheduleRunsAndStops(t *testing.T) {
 		t.Fatal("no rollup pass within 30s on a 1s schedule")
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("exit after SIGTERM: %v; want 0", err)
+	<-exited
+	if waitErr != nil {
+		t.Fatalf("exit after SIGTERM: %v; want 0", waitErr)
 	}
 	if got := sum(t, db, "counters", "total"); got != 5 {
 		t.Fatalf("counters: got %d; want 5", got)
