@@ -44,13 +44,7 @@ func BenchmarkJournalCost(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(res.Rate(), "incr/s")
 			b.ReportMetric(float64(res.P99)/float64(time.Microsecond), "p99-µs")
-			flushAll(b, d)
+			flush(b, d.socket)
 		})
-	}
-}
-
-func flushAll(b *testing.B, d *daemon) {
-	if err := client(b, d.socket).Do(context.Background(), "FLUSH").Err(); err != nil {
-		b.Fatalf("FLUSH: %v", err)
 	}
 }

@@ -29,7 +29,6 @@ type daemon struct {
 	cmd     *exec.Cmd
 	socket  string
 	journal string
-	db      *pgtest.DB
 	env     []string
 
 	mu     sync.Mutex
@@ -55,7 +54,7 @@ func shortDir(t testing.TB) string {
 func startDaemon(t testing.TB, db *pgtest.DB, extra ...string) *daemon {
 	t.Helper()
 	dir := shortDir(t)
-	d := &daemon{t: t, db: db, socket: filepath.Join(dir, "c.sock"), journal: filepath.Join(dir, "journal")}
+	d := &daemon{t: t, socket: filepath.Join(dir, "c.sock"), journal: filepath.Join(dir, "journal")}
 	d.env = append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"DATABASE_URL=" + db.URL,

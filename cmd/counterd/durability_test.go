@@ -5,11 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/counterd/counterd/internal/pgtest"
 )
@@ -77,7 +79,7 @@ func checkExact(t *testing.T, l *load, got map[string]int64) {
 		landedUnknown += g - a
 	}
 	for k, g := range got {
-		if _, ok := l.acked[k]; !ok && g != l.unknown[k] && g > l.unknown[k] {
+		if _, ok := l.acked[k]; !ok && g > l.unknown[k] {
 			t.Errorf("%s: total %d but nothing acknowledged", k, g)
 		}
 	}
@@ -180,9 +182,9 @@ func TestJournalBound(t *testing.T) {
 	long := strings.Repeat("x", 200)
 	for i := 0; i < 20000 && !busy; i++ {
 		p := c.Pipeline()
-		cmds := make([]*redisIntCmd, 100)
+		cmds := make([]*redis.IntCmd, 100)
 		for j := range cmds {
-			cmds[j] = p.Incr(ctx, long+":"+itoa(i*100+j))
+			cmds[j] = p.Incr(ctx, long+":"+strconv.Itoa(i*100+j))
 		}
 		_, _ = p.Exec(ctx)
 		for _, cmd := range cmds {
@@ -325,7 +327,6 @@ func TestFullDisk(t *testing.T) {
 	srv := pgtest.StartServer(t)
 	db := pgtest.New(t, pgtest.Options{URL: srv.URL})
 	d := startDaemon(t, db, "COUNTERD_JOURNAL_DIR="+filepath.Join(mnt, "j"), "COUNTERD_FLUSH_TIMEOUT=1s")
-	d.journal = filepath.Join(mnt, "j")
 	srv.Stop("immediate") // nothing drains, so the disk fills
 	ctx := context.Background()
 	c := client(t, d.socket)
@@ -333,7 +334,7 @@ func TestFullDisk(t *testing.T) {
 	var full bool
 	long := strings.Repeat("y", 200)
 	for i := 0; i < 5000 && !full; i++ {
-		key := long + ":" + itoa(i)
+		key := long + ":" + strconv.Itoa(i)
 		switch err := c.Incr(ctx, key).Err(); {
 		case err == nil:
 			want[key]++

@@ -249,6 +249,9 @@ func TestBadConfigExitsTwo(t *testing.T) {
 		if len(lines) != 1 || !strings.Contains(lines[0], want) {
 			t.Fatalf("env %v: output %q; want one line naming %s", env, out, want)
 		}
+		if strings.Contains(string(out), "hunter2") {
+			t.Fatalf("env %v: output %q shows the database password", env, out)
+		}
 	}
 	f(nil, "DATABASE_URL")
 	f([]string{"DATABASE_URL=postgres://secret:hunter2@nowhere/x", "COUNTERD_SLOTS=lots"}, "COUNTERD_SLOTS")
@@ -274,14 +277,11 @@ func TestHelpListsSettings(t *testing.T) {
 func TestStartWithoutDatabase(t *testing.T) {
 	t.Parallel()
 	dir := shortDir(t)
-	cmd := exec.Command(binary)
-	cmd.Env = []string{
+	d := &daemon{t: t, socket: dir + "/s", env: []string{
 		"DATABASE_URL=postgres://u:hunter2@/x?host=/nonexistent&connect_timeout=1",
 		"COUNTERD_SOCKET=" + dir + "/s", "COUNTERD_JOURNAL_DIR=" + dir + "/j",
 		"COUNTERD_METRICS_ADDR=127.0.0.1:0", "COUNTERD_FLUSH_TIMEOUT=1s", "COUNTERD_SHUTDOWN_TIMEOUT=1s",
-	}
-	d := &daemon{t: t, cmd: cmd, socket: dir + "/s"}
-	d.env = cmd.Env
+	}}
 	d.start()
 	t.Cleanup(d.kill)
 	ctx := context.Background()

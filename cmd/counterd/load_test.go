@@ -158,7 +158,3 @@ func (l *load) halt() {
 	}
 	l.wg.Wait()
 }
-
-type redisIntCmd = redis.IntCmd
-
-func itoa(i int) string { return fmt.Sprint(i) }
