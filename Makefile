@@ -23,7 +23,7 @@ bench: ## compare counting patterns, counterd and Redis into results/ (COUNTERBE
 
 BENCH ?= .
 COUNT ?= 1
-gobench: build ## Go benchmarks (BENCH=regexp, COUNT=n)
+gobench: ## Go benchmarks (BENCH=regexp, COUNT=n)
 	@scripts/test.sh -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT)
 
 fuzz: ## fuzz the protocol reader for 30s

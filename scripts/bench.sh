@@ -30,14 +30,10 @@ if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/nu
 	fi
 fi
 
-if [[ -z ${DATABASE_URL:-} ]]; then
-	was_running=0
-	scripts/pg.sh pgctl status >/dev/null 2>&1 && was_running=1
-	DATABASE_URL=$(scripts/pg.sh start)
-	export DATABASE_URL
-	if [[ $was_running == 0 ]]; then
-		trap 'scripts/pg.sh stop' EXIT
-	fi
+. scripts/database.sh
+use_database DATABASE_URL
+if [[ $started_pg == 1 ]]; then
+	trap 'scripts/pg.sh stop' EXIT
 fi
 
 bin/counterbench "$@"

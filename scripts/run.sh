@@ -5,14 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-started_pg=0
-if [[ -z ${DATABASE_URL:-} ]]; then
-	if ! scripts/pg.sh pgctl status >/dev/null 2>&1; then
-		started_pg=1
-	fi
-	DATABASE_URL=$(scripts/pg.sh start)
-fi
-export DATABASE_URL
+. scripts/database.sh
+use_database DATABASE_URL
 export COUNTERD_SOCKET=${COUNTERD_SOCKET:-/tmp/counterd.sock}
 export COUNTERD_JOURNAL_DIR=${COUNTERD_JOURNAL_DIR:-$PWD/.journal}
 # Fold often, so the demo shows slot rows moving into counters.
@@ -27,17 +21,17 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
-bin/counterd migrate
 bin/counterd &
 pids+=($!)
-bin/rollup &
-pids+=($!)
 
+# counterd migrates the schema before it listens, so rollup starts after.
 for _ in $(seq 100); do [[ -S $COUNTERD_SOCKET ]] && break; sleep 0.1; done
 if [[ ! -S $COUNTERD_SOCKET ]]; then
 	echo "counterd did not start; see its error above" >&2
 	exit 1
 fi
+bin/rollup &
+pids+=($!)
 cat <<MSG
 
 counterd is listening on $COUNTERD_SOCKET; rollup folds $ROLLUP_SCHEDULE.

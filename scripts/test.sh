@@ -5,14 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [[ -z ${TEST_DATABASE_URL:-} ]]; then
-	was_running=0
-	scripts/pg.sh pgctl status >/dev/null 2>&1 && was_running=1
-	TEST_DATABASE_URL=$(scripts/pg.sh start)
-	export TEST_DATABASE_URL
-	if [[ $was_running == 0 ]]; then
-		trap 'scripts/pg.sh stop' EXIT
-	fi
+. scripts/database.sh
+use_database TEST_DATABASE_URL
+if [[ $started_pg == 1 ]]; then
+	trap 'scripts/pg.sh stop' EXIT
 fi
 
 if [[ $# -gt 0 ]]; then
