@@ -19,6 +19,7 @@ import (
 
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/pgtest"
+	"github.com/counterd/counterd/internal/proctest"
 	"github.com/counterd/counterd/internal/report"
 )
 
@@ -26,20 +27,7 @@ import (
 var counterdBinary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "counterbench-bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	counterdBinary = filepath.Join(dir, "counterd")
-	if out, err := exec.Command("go", "build", "-o", counterdBinary, "../counterd").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build counterd: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	proctest.Main(m, "counterd", "../counterd", &counterdBinary)
 }
 
 // shortEnv is a run small enough for CI: every approach and section, two

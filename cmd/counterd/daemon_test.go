@@ -21,7 +21,7 @@ import (
 // binary is counterd built once for every test in this package.
 var binary string
 
-func TestMain(m *testing.M) { proctest.Main(m, "counterd", &binary) }
+func TestMain(m *testing.M) { proctest.Main(m, "counterd", ".", &binary) }
 
 // daemon is one counterd process started by a test.
 type daemon struct {

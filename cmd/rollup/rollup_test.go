@@ -20,7 +20,7 @@ import (
 
 var binary string
 
-func TestMain(m *testing.M) { proctest.Main(m, "rollup", &binary) }
+func TestMain(m *testing.M) { proctest.Main(m, "rollup", ".", &binary) }
 
 func sum(t *testing.T, db *pgtest.DB, table, col string) (n int64) {
 	t.Helper()

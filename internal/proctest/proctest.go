@@ -11,17 +11,17 @@ import (
 	"testing"
 )
 
-// Main builds the package in the current directory as name, stores its
-// path in *binary, runs the tests and removes the build. Call it from
-// TestMain.
-func Main(m *testing.M, name string, binary *string) {
+// Main builds the package pkg (a path such as "." or "../counterd") as
+// name, stores its path in *binary, runs the tests and removes the build.
+// Call it from TestMain.
+func Main(m *testing.M, name, pkg string, binary *string) {
 	dir, err := os.MkdirTemp("", name+"-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	*binary = filepath.Join(dir, name)
-	if out, err := exec.Command("go", "build", "-o", *binary, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", *binary, pkg).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build %s: %v\n%s", name, err, out)
 		os.RemoveAll(dir)
 		os.Exit(1)
