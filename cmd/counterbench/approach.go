@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/counterd/counterd/internal/pattern"
+	"github.com/counterd/counterd/internal/bench/pattern"
 )
 
 // kind says what an approach talks to.

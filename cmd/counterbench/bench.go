@@ -15,9 +15,9 @@ import (
 
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/database"
-	"github.com/counterd/counterd/internal/keyspace"
-	"github.com/counterd/counterd/internal/process"
-	"github.com/counterd/counterd/internal/report"
+	"github.com/counterd/counterd/internal/bench/keyspace"
+	"github.com/counterd/counterd/internal/bench/process"
+	"github.com/counterd/counterd/internal/bench/report"
 )
 
 // bench is one run: its settings, the database, the servers it started

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/counterd/counterd/internal/keyspace"
-	"github.com/counterd/counterd/internal/pattern"
-	"github.com/counterd/counterd/internal/report"
+	"github.com/counterd/counterd/internal/bench/keyspace"
+	"github.com/counterd/counterd/internal/bench/pattern"
+	"github.com/counterd/counterd/internal/bench/report"
 )
 
 // ceilingDists are the distributions the ceiling uses: those of the run

@@ -16,9 +16,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/counterd/counterd/internal/loadgen"
-	"github.com/counterd/counterd/internal/process"
-	"github.com/counterd/counterd/internal/report"
+	"github.com/counterd/counterd/internal/bench/loadgen"
+	"github.com/counterd/counterd/internal/bench/process"
+	"github.com/counterd/counterd/internal/bench/report"
 )
 
 // counterdServer is the counterd process the run started, with a control

@@ -9,10 +9,10 @@ import (
 	"strings"
 
 	"github.com/counterd/counterd/internal/config"
-	"github.com/counterd/counterd/internal/keyspace"
-	"github.com/counterd/counterd/internal/pattern"
-	"github.com/counterd/counterd/internal/process"
-	"github.com/counterd/counterd/internal/report"
+	"github.com/counterd/counterd/internal/bench/keyspace"
+	"github.com/counterd/counterd/internal/bench/pattern"
+	"github.com/counterd/counterd/internal/bench/process"
+	"github.com/counterd/counterd/internal/bench/report"
 )
 
 // command is the shell command that reproduces the run: make bench with

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/counterd/counterd/internal/process"
-	"github.com/counterd/counterd/internal/report"
+	"github.com/counterd/counterd/internal/bench/process"
+	"github.com/counterd/counterd/internal/bench/report"
 )
 
 // ingestClients and ingestKeys are redis-benchmark's -c and -r: the load

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 
-	"github.com/counterd/counterd/internal/keyspace"
-	"github.com/counterd/counterd/internal/loadgen"
-	"github.com/counterd/counterd/internal/report"
+	"github.com/counterd/counterd/internal/bench/keyspace"
+	"github.com/counterd/counterd/internal/bench/loadgen"
+	"github.com/counterd/counterd/internal/bench/report"
 )
 
 // latency offers counterd and redis-server the same paced load of

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/counterd/counterd/internal/report"
+	"github.com/counterd/counterd/internal/bench/report"
 )
 
 // logTail is how much of counterd.log a failed FLUSH shows.

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/counterd/counterd/internal/keyspace"
-	"github.com/counterd/counterd/internal/loadgen"
-	"github.com/counterd/counterd/internal/pattern"
-	"github.com/counterd/counterd/internal/report"
+	"github.com/counterd/counterd/internal/bench/keyspace"
+	"github.com/counterd/counterd/internal/bench/loadgen"
+	"github.com/counterd/counterd/internal/bench/pattern"
+	"github.com/counterd/counterd/internal/bench/report"
 )
 
 // matrix measures every approach at every distribution and concurrency,

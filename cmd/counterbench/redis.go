@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/counterd/counterd/internal/loadgen"
-	"github.com/counterd/counterd/internal/process"
-	"github.com/counterd/counterd/internal/report"
+	"github.com/counterd/counterd/internal/bench/loadgen"
+	"github.com/counterd/counterd/internal/bench/process"
+	"github.com/counterd/counterd/internal/bench/report"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/counterd/counterd/internal/config"
-	"github.com/counterd/counterd/internal/report"
+	"github.com/counterd/counterd/internal/bench/report"
 )
 
 // usageError is a bad command line or setting: exit code 2.

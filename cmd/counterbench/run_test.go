@@ -20,7 +20,7 @@ import (
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/proctest"
-	"github.com/counterd/counterd/internal/report"
+	"github.com/counterd/counterd/internal/bench/report"
 )
 
 // counterdBinary is counterd, built once for this package's tests.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/counterd/counterd/internal/config"
-	"github.com/counterd/counterd/internal/keyspace"
+	"github.com/counterd/counterd/internal/bench/keyspace"
 )
 
 // settings is counterbench's configuration, read from the environment.

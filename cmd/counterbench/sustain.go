@@ -4,9 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/counterd/counterd/internal/keyspace"
-	"github.com/counterd/counterd/internal/loadgen"
-	"github.com/counterd/counterd/internal/report"
+	"github.com/counterd/counterd/internal/bench/keyspace"
+	"github.com/counterd/counterd/internal/bench/loadgen"
+	"github.com/counterd/counterd/internal/bench/report"
 )
 
 // The sustained load: as many connections as the ingest run, each

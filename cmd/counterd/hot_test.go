@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/counterd/counterd/internal/loadgen"
+	"github.com/counterd/counterd/internal/bench/loadgen"
 	"github.com/counterd/counterd/internal/pgtest"
 )
 

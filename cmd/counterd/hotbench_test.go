@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/counterd/counterd/internal/loadgen"
+	"github.com/counterd/counterd/internal/bench/loadgen"
 	"github.com/counterd/counterd/internal/pgtest"
 )
 

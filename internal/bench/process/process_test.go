@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/counterd/counterd/internal/process"
+	"github.com/counterd/counterd/internal/bench/process"
 )
 
 func sh(script string, timeout time.Duration) process.Spec {

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/counterd/counterd/internal/keyspace"
+	"github.com/counterd/counterd/internal/bench/keyspace"
 )
 
 func TestSources(t *testing.T) {

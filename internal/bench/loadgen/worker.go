@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/counterd/counterd/internal/latency"
+	"github.com/counterd/counterd/internal/bench/latency"
 	"github.com/counterd/counterd/internal/resp"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/counterd/counterd/internal/loadgen"
+	"github.com/counterd/counterd/internal/bench/loadgen"
 	"github.com/counterd/counterd/internal/resp"
 )
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/counterd/counterd/internal/keyspace"
-	"github.com/counterd/counterd/internal/pattern"
+	"github.com/counterd/counterd/internal/bench/keyspace"
+	"github.com/counterd/counterd/internal/bench/pattern"
 	"github.com/counterd/counterd/internal/pgtest"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/counterd/counterd/internal/report"
+	"github.com/counterd/counterd/internal/bench/report"
 )
 
 func sample() *report.Report {

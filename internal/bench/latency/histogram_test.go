@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/counterd/counterd/internal/latency"
+	"github.com/counterd/counterd/internal/bench/latency"
 )
 
 func TestQuantileWithinResolution(t *testing.T) {

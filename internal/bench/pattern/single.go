@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/counterd/counterd/internal/keyspace"
+	"github.com/counterd/counterd/internal/bench/keyspace"
 )
 
 const keyPrefix = keyspace.Prefix

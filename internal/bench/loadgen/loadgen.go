@@ -28,8 +28,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/counterd/counterd/internal/keyspace"
-	"github.com/counterd/counterd/internal/latency"
+	"github.com/counterd/counterd/internal/bench/keyspace"
+	"github.com/counterd/counterd/internal/bench/latency"
 	"github.com/counterd/counterd/internal/resp"
 )
 

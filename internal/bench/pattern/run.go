@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/counterd/counterd/internal/keyspace"
-	"github.com/counterd/counterd/internal/latency"
+	"github.com/counterd/counterd/internal/bench/keyspace"
+	"github.com/counterd/counterd/internal/bench/latency"
 )
 
 // Load describes one run of a pattern.
