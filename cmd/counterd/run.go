@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/counterd/counterd/internal/admin"
+	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/database"
 	"github.com/counterd/counterd/internal/hotness"
@@ -116,16 +117,20 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		}
 	}
 
-	buf := pending.New(store, pending.Options{
-		Journal:        jr,
-		Recovered:      recovered,
+	opts := pending.Options{
+		Recovered:      recoveredRounds(jr, recovered),
 		Prepare:        prepare,
 		Interval:       cfg.FlushInterval,
 		MaxKeys:        cfg.FlushMaxKeys,
 		MaxPendingKeys: cfg.MaxPendingKeys,
 		Logger:         log,
 		Metrics:        set,
-	})
+	}
+	if jr != nil {
+		opts.Journal = jr // a nil *Journal would be a non-nil interface
+		opts.Identity = slots.Identity{Instance: jr.InstanceID()}
+	}
+	buf := pending.New(store, opts)
 	hot := hotness.New(hotness.Options{HotRate: cfg.HotRate, Target: cfg.HotTarget, MaxN: cfg.HotMaxN})
 	defer hot.Close()
 	srv := server.New(buf, server.Options{
@@ -143,8 +148,16 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	}
 	if cfg.MetricsAddr != config.MetricsOff {
 		ready := func(ctx context.Context) error {
-			if err := pool.Ping(ctx); err != nil {
-				return fmt.Errorf("database unreachable (%w); pending: %d rounds, %d keys, %d journal bytes",
+			err := buf.Ready()
+			if err == nil && buf.QueuedRounds() == 0 {
+				// Nothing is being written, so no round says whether
+				// writes would succeed: ask the database.
+				if perr := pool.Ping(ctx); perr != nil {
+					err = fmt.Errorf("database unreachable: %w", perr)
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("%w; pending: %d rounds, %d keys, %d journal bytes",
 					err, buf.QueuedRounds(), buf.PendingKeys(), journalBytes(jr))
 			}
 			return nil
@@ -181,7 +194,7 @@ func dropCommitted(ctx context.Context, store *slots.Store, jr *journal.Journal,
 	if len(segs) == 0 {
 		return segs, nil
 	}
-	last, err := store.LastSeq(ctx, jr.InstanceID())
+	last, err := store.LastSeq(ctx, slots.Identity{Instance: jr.InstanceID()})
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +210,24 @@ func dropCommitted(ctx context.Context, store *slots.Store, jr *journal.Journal,
 		log.Info("journal segment already committed; removed", "segment", s.Seq)
 	}
 	return keep, nil
+}
+
+// recoveredRounds turns the journal's recovered segments into rounds.
+func recoveredRounds(jr *journal.Journal, segs []journal.Segment) []pending.Recovered {
+	var out []pending.Recovered
+	for _, seg := range segs {
+		if seg.Records == 0 {
+			// Nothing to replay; if it cannot go now, the next start tries.
+			_ = jr.Remove(seg.Seq)
+			continue
+		}
+		r := pending.Recovered{ID: slots.BatchID{Identity: slots.Identity{Instance: jr.InstanceID()}, Seq: seg.Seq}}
+		for k, d := range seg.Deltas {
+			r.Changes = append(r.Changes, change.Change{Key: k, Kind: change.Total, Delta: d, Var: seg.Vars[k]})
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 func journalBytes(jr *journal.Journal) int64 {

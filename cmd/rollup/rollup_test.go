@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/counterd/counterd/internal/change"
 	"io"
 	"os/exec"
 	"strings"
@@ -56,7 +57,7 @@ func TestOnceRacingWriters(t *testing.T) {
 					return
 				default:
 				}
-				batch := []slots.Delta{{Key: fmt.Sprintf("post:%d", i%5), N: 2}, {Key: fmt.Sprintf("post:x%d", w), N: 1}}
+				batch := []change.Change{{Kind: change.Total, Key: fmt.Sprintf("post:%d", i%5), Delta: 2}, {Kind: change.Total, Key: fmt.Sprintf("post:x%d", w), Delta: 1}}
 				_, err := store.Apply(ctx, batch)
 				mu.Lock()
 				if err != nil {
@@ -112,7 +113,7 @@ func TestScheduleRunsAndStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Apply(context.Background(), []slots.Delta{{Key: "post:1", N: 5}}); err != nil {
+	if _, err := store.Apply(context.Background(), []change.Change{{Kind: change.Total, Key: "post:1", Delta: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(binary)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/counterd/counterd/internal/change"
 )
 
 // ErrFull is wrapped by Append when the record would take the live
@@ -34,15 +36,6 @@ type Options struct {
 	Logger *slog.Logger
 	// Metrics receives the journal's metrics; nil means a private set.
 	Metrics *metrics.Set
-}
-
-// Item is one increment in a record.
-type Item struct {
-	Key   []byte
-	Delta int64
-	// Var is the variance this item adds to its key's estimate: 0 for an
-	// exact increment, N(N-1)d² for one sampled at 1/N and recorded as N·d.
-	Var float64
 }
 
 // Position identifies the end of an appended record, for WaitDurable.
@@ -218,7 +211,7 @@ func (j *Journal) Bytes() int64 { return j.total.Load() }
 // segment and returns where the record ends. No items is a no-op that
 // returns the current position. A failed write is cut back off the file,
 // so no torn record ever precedes a good one.
-func (j *Journal) Append(items []Item) (Position, error) {
+func (j *Journal) Append(items []change.Change) (Position, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed {
@@ -238,7 +231,7 @@ func (j *Journal) Append(items []Item) (Position, error) {
 	return pos, nil
 }
 
-func (j *Journal) appendLocked(items []Item) (Position, error) {
+func (j *Journal) appendLocked(items []change.Change) (Position, error) {
 	if j.cur.broken.Load() {
 		old := j.cur.seq
 		if err := j.switchLocked(); err != nil {

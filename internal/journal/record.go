@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+
+	"github.com/counterd/counterd/internal/change"
 )
 
 const (
@@ -22,7 +24,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 var errBadPayload = errors.New("payload does not decode")
 
 // appendRecord appends items to buf as one framed record.
-func appendRecord(buf []byte, items []Item) ([]byte, error) {
+func appendRecord(buf []byte, items []change.Change) ([]byte, error) {
 	start := len(buf)
 	buf = append(buf, make([]byte, recordHeaderSize)...)
 	buf = binary.AppendUvarint(buf, uint64(len(items)))

@@ -1,16 +1,28 @@
-// Package pending coalesces accepted increments in memory and writes them
-// to the store by group commit.
+// Package pending holds accepted changes in memory until they are
+// committed, in two parts with one boundary between them.
 //
-// Add folds each increment into a per-key net delta in one of many shards,
-// so connections rarely contend on a lock and a key never contends with
-// itself across shards. A single flusher goroutine (Run) swaps the shards
-// out as one round when the interval elapses, when many keys are pending,
-// or when someone calls Flush, and writes the round as one batch; while a
-// round is in flight the next one accumulates.
+// The Accumulator is the accept path. AddGroup checks a group of changes
+// against what is pending (int64 overflow, the pending-key bound), appends
+// the accepted ones to the journal as one record, and only then folds them
+// into per-counter net deltas in one of many lock shards. The order means
+// nothing ever has to be undone: a failed journal append leaves memory as
+// it was. Cut swaps the shards out as a round, rotating the journal so the
+// round is exactly its segment.
 //
-// Reads combine three parts that must not overlap: the current shards, the
-// round in flight, and the store. A gate (a context-aware read/write lock)
-// makes the moment a round commits exclusive, so a reader either sees the
-// round in memory and not yet in the store, or in the store and no longer
-// in memory, never both or neither.
+// The Flusher is the write path. A single goroutine (Run) cuts a round when
+// the interval elapses, when many keys are pending, or when someone calls
+// Flush, and writes the queued rounds, oldest first, with their identity
+// (instance, generation, sequence number), retrying with backoff while the
+// store fails. A round the store already has (a retry whose reply was lost,
+// or a journal replayed after a crash) is written once per lane.
+//
+// Reads never wait for a round to commit. A read takes the in-memory state
+// (the shards and the queued rounds, each tagged with its round's identity)
+// under the accumulator's lock, without touching the database, then reads
+// the stored totals and the lanes' watermarks in one statement, and adds a
+// round's delta to a key only if the round is above its lane's watermark:
+// each round is counted exactly once, in memory or in the store, even when
+// only some lanes of a round have committed. No increment ever waits on a
+// database query: the accumulator's lock is held only for map work and the
+// journal's write(2).
 package pending

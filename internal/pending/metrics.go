@@ -3,21 +3,22 @@ package pending
 import "github.com/VictoriaMetrics/metrics"
 
 type bufferMetrics struct {
-	accepted       *metrics.Counter
-	rejected       *metrics.Counter
-	flushes        *metrics.Counter
-	flushErrors    *metrics.Counter
-	duplicates     *metrics.Counter
-	replayedRounds *metrics.Counter
-	flushDuration  *metrics.Histogram
-	batchKeys      *metrics.Histogram
-	keysWritten    *metrics.Counter
+	accepted          *metrics.Counter
+	rejected          *metrics.Counter
+	flushes           *metrics.Counter
+	flushErrors       *metrics.Counter
+	duplicates        *metrics.Counter
+	replayedRounds    *metrics.Counter
+	flushDuration     *metrics.Histogram
+	batchKeys         *metrics.Histogram
+	keysWritten       *metrics.Counter
+	identityConflicts *metrics.Counter
 }
 
-func newBufferMetrics(set *metrics.Set, b *Buffer) bufferMetrics {
+func newBufferMetrics(set *metrics.Set, b *Buffer) *bufferMetrics {
 	set.NewGauge(`counterd_pending_keys`, func() float64 { return float64(b.PendingKeys()) })
 	set.NewGauge(`counterd_queued_rounds`, func() float64 { return float64(b.QueuedRounds()) })
-	return bufferMetrics{
+	return &bufferMetrics{
 		accepted:       set.NewCounter(`counterd_increments_accepted_total`),
 		rejected:       set.NewCounter(`counterd_increments_rejected_total`),
 		flushes:        set.NewCounter(`counterd_flushes_total`),
@@ -29,5 +30,7 @@ func newBufferMetrics(set *metrics.Set, b *Buffer) bufferMetrics {
 		// One slot row written per key of a committed round; with
 		// counterd_increments_accepted_total it gives rows per increment.
 		keysWritten: set.NewCounter(`counterd_flush_keys_total`),
+		// A round this run created that the store already had: a bug.
+		identityConflicts: set.NewCounter(`counterd_identity_conflicts_total`),
 	}
 }

@@ -3,6 +3,7 @@ package slots_test
 import (
 	"context"
 	"fmt"
+	"github.com/counterd/counterd/internal/change"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -33,17 +34,17 @@ func BenchmarkApplyOnce(b *testing.B) {
 			}
 			ctx := context.Background()
 			rng := rand.New(rand.NewPCG(1, 2))
-			batch := make([]slots.Delta, size)
+			batch := make([]change.Change, size)
 			var keys int
 			b.ResetTimer()
 			for i := range b.N {
 				b.StopTimer()
 				names, ns := distinctKeys(rng, size, c.space)
 				for j := range batch {
-					batch[j] = slots.Delta{Key: names[j], N: ns[j]}
+					batch[j] = change.Change{Kind: change.Total, Key: names[j], Delta: ns[j]}
 				}
 				b.StartTimer()
-				if _, err := s.ApplyOnce(ctx, slots.BatchID{Instance: "bench", Seq: uint64(i + 1)}, batch); err != nil {
+				if _, err := s.ApplyOnce(ctx, slots.BatchID{Identity: slots.Identity{Instance: "bench"}, Seq: uint64(i + 1)}, batch); err != nil {
 					b.Fatal(err)
 				}
 				keys += len(batch)

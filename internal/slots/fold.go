@@ -65,7 +65,7 @@ WITH picked AS MATERIALIZED (
     WHERE cs.key = p.key AND cs.slot = p.slot
     RETURNING cs.key, cs.count, cs.variance
 ), sums AS (
-    SELECT key, sum(count)::bigint AS n, sum(variance) AS v FROM moved GROUP BY key
+    SELECT key, sum(count) AS n, sum(variance) AS v FROM moved GROUP BY key
 ), folded AS (
     INSERT INTO counters AS c (key, total, variance, updated_at)
     SELECT key, n, v, coalesce($2::timestamptz, now()) FROM sums ORDER BY key

@@ -3,6 +3,7 @@ package slots_test
 import (
 	"context"
 	"fmt"
+	"github.com/counterd/counterd/internal/change"
 	"testing"
 
 	"github.com/counterd/counterd/internal/pgtest"
@@ -28,9 +29,9 @@ func TestApplyPlansForTheTableAsItGrows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	round := func(seq int, batch []slots.Delta) {
+	round := func(seq int, batch []change.Change) {
 		t.Helper()
-		if _, err := s.ApplyOnce(ctx, slots.BatchID{Instance: "p", Seq: uint64(seq)}, batch); err != nil {
+		if _, err := s.ApplyOnce(ctx, slots.BatchID{Identity: slots.Identity{Instance: "p"}, Seq: uint64(seq)}, batch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -48,18 +49,18 @@ func TestApplyPlansForTheTableAsItGrows(t *testing.T) {
 	seq := 0
 	for range 8 {
 		seq++
-		round(seq, []slots.Delta{{Key: "hot", N: 1}})
+		round(seq, []change.Change{{Kind: change.Total, Key: "hot", Delta: 1}})
 	}
 	exec(`ANALYZE counter_slots`)
 	for range 8 { // more than the five runs after which a generic plan is cached
 		seq++
-		round(seq, []slots.Delta{{Key: "hot", N: 1}})
+		round(seq, []change.Change{{Kind: change.Total, Key: "hot", Delta: 1}})
 	}
 	exec(`INSERT INTO counter_slots (key, slot, count) SELECT 'k' || g, 0, 1 FROM generate_series(1, 20000) AS g`)
 
-	batch := make([]slots.Delta, 500)
+	batch := make([]change.Change, 500)
 	for i := range batch {
-		batch[i] = slots.Delta{Key: fmt.Sprintf("k%d", i+1), N: 1}
+		batch[i] = change.Change{Kind: change.Total, Key: fmt.Sprintf("k%d", i+1), Delta: 1}
 	}
 	before := seqScans()
 	seq++

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/counterd/counterd/internal/change"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -48,7 +49,7 @@ func TestApplyOneHotKey(t *testing.T) {
 	for range workers {
 		wg.Go(func() {
 			for range per {
-				res, err := s.Apply(ctx, []slots.Delta{{Key: "post:hot", N: 1}})
+				res, err := s.Apply(ctx, []change.Change{{Kind: change.Total, Key: "post:hot", Delta: 1}})
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -98,7 +99,7 @@ func TestApplySpreadKeys(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(w), 1))
 			for range batches {
 				seen := map[int]bool{}
-				var batch []slots.Delta
+				var batch []change.Change
 				for range 40 {
 					k := rng.IntN(keys)
 					if seen[k] {
@@ -106,7 +107,7 @@ func TestApplySpreadKeys(t *testing.T) {
 					}
 					seen[k] = true
 					n := rng.Int64N(7) - 2 // some unlikes
-					batch = append(batch, slots.Delta{Key: fmt.Sprintf("post:%d", k), N: n})
+					batch = append(batch, change.Change{Kind: change.Total, Key: fmt.Sprintf("post:%d", k), Delta: n})
 					mu.Lock()
 					want[k] += n
 					mu.Unlock()
@@ -153,27 +154,43 @@ func TestTotalsNeverCounted(t *testing.T) {
 	}
 }
 
+// A key whose total passes int64 never makes a write fail, so it never
+// holds back other keys; reading it as an int64 is an error for that key
+// only, and it comes back into range exactly.
 func TestApplyOverflow(t *testing.T) {
 	t.Parallel()
 	s, db := newStore(t, 1)
 	ctx := context.Background()
-	f := func(batch []slots.Delta, wantErr bool) {
+	apply := func(batch []change.Change) {
 		t.Helper()
-		_, err := s.Apply(ctx, batch)
-		if got := errors.Is(err, slots.ErrOverflow); got != wantErr {
-			t.Fatalf("Apply(%v): overflow error %v (%v); want %v", batch, got, err, wantErr)
+		if _, err := s.Apply(ctx, batch); err != nil {
+			t.Fatalf("Apply(%v): %v", batch, err)
 		}
 	}
-	f([]slots.Delta{{Key: "big", N: math.MaxInt64 - 1}}, false)
-	f([]slots.Delta{{Key: "big", N: 1}, {Key: "other", N: 5}}, false)
-	f([]slots.Delta{{Key: "big", N: 1}, {Key: "other", N: 5}}, true)
+	apply([]change.Change{{Kind: change.Total, Key: "big", Delta: math.MaxInt64 - 1}})
+	apply([]change.Change{{Kind: change.Total, Key: "big", Delta: 1}, {Kind: change.Total, Key: "other", Delta: 5}})
+	apply([]change.Change{{Kind: change.Total, Key: "big", Delta: math.MaxInt64}, {Kind: change.Total, Key: "other", Delta: 5}})
+	if _, err := s.Totals(ctx, []string{"big"}); !errors.Is(err, slots.ErrOverflow) {
+		t.Fatalf("Totals(big) beyond int64: got %v; want ErrOverflow", err)
+	}
+	if got, want := total(t, db, "other"), int64(10); got != want {
+		t.Fatalf("other: got %d; want %d", got, want)
+	}
+	var null bool
+	if err := db.Pool.QueryRow(ctx, `SELECT total IS NULL FROM counter_totals WHERE key = 'big'`).Scan(&null); err != nil || !null {
+		t.Fatalf("counter_totals for a total beyond int64: null %v, err %v; want NULL", null, err)
+	}
+	if _, err := s.Fold(ctx, 0, time.Time{}); err != nil {
+		t.Fatalf("fold a total beyond int64: %v", err)
+	}
+	var over string
+	if err := db.Pool.QueryRow(ctx, `SELECT total::text FROM counter_overflows WHERE key = 'big'`).Scan(&over); err != nil || over != "18446744073709551614" {
+		t.Fatalf("counter_overflows: got %q, %v; want 18446744073709551614", over, err)
+	}
+	apply([]change.Change{{Kind: change.Total, Key: "big", Delta: -math.MaxInt64}})
 	if got, want := total(t, db, "big"), int64(math.MaxInt64); got != want {
-		t.Fatalf("big: got %d; want %d", got, want)
+		t.Fatalf("big back in range: got %d; want %d", got, want)
 	}
-	if got, want := total(t, db, "other"), int64(5); got != want {
-		t.Fatalf("other after the failed batch: got %d; want %d (nothing of it written)", got, want)
-	}
-	f([]slots.Delta{{Key: "big", N: -10}}, false)
 }
 
 func TestFoldRacingWriters(t *testing.T) {
@@ -194,7 +211,7 @@ func TestFoldRacingWriters(t *testing.T) {
 			for range batches {
 				k := fmt.Sprintf("post:%d", rng.IntN(keys))
 				k2 := fmt.Sprintf("post:%d", keys+rng.IntN(keys))
-				batch := []slots.Delta{{Key: k, N: 3}, {Key: k2, N: 1}}
+				batch := []change.Change{{Kind: change.Total, Key: k, Delta: 3}, {Kind: change.Total, Key: k2, Delta: 1}}
 				_, err := s.Apply(ctx, batch)
 				mu.Lock()
 				if err != nil {
@@ -255,7 +272,7 @@ func TestApplyOnceCountsOnce(t *testing.T) {
 	ctx := context.Background()
 	f := func(id slots.BatchID, n int64, wantDup bool) {
 		t.Helper()
-		res, err := s.ApplyOnce(ctx, id, []slots.Delta{{Key: "post:1", N: n}})
+		res, err := s.ApplyOnce(ctx, id, []change.Change{{Kind: change.Total, Key: "post:1", Delta: n}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,16 +280,16 @@ func TestApplyOnceCountsOnce(t *testing.T) {
 			t.Fatalf("ApplyOnce(%v): duplicate %v; want %v", id, res.Duplicate, wantDup)
 		}
 	}
-	a, b := slots.BatchID{Instance: "a", Seq: 1}, slots.BatchID{Instance: "b", Seq: 1}
+	a, b := slots.BatchID{Identity: slots.Identity{Instance: "a"}, Seq: 1}, slots.BatchID{Identity: slots.Identity{Instance: "b"}, Seq: 1}
 	f(a, 5, false)
 	f(a, 5, true) // the same batch again
 	f(b, 7, false)
-	f(slots.BatchID{Instance: "a", Seq: 3}, 11, false)
-	f(slots.BatchID{Instance: "a", Seq: 2}, 100, true) // older than the last committed
+	f(slots.BatchID{Identity: slots.Identity{Instance: "a"}, Seq: 3}, 11, false)
+	f(slots.BatchID{Identity: slots.Identity{Instance: "a"}, Seq: 2}, 100, true) // older than the last committed
 	if got := total(t, db, "post:1"); got != 23 {
 		t.Fatalf("total: got %d; want 23 (5 + 7 + 11)", got)
 	}
-	if seq, err := s.LastSeq(ctx, "a"); err != nil || seq != 3 {
+	if seq, err := s.LastSeq(ctx, slots.Identity{Instance: "a"}); err != nil || seq != 3 {
 		t.Fatalf("LastSeq(a): got %d, %v; want 3", seq, err)
 	}
 	if n, err := s.PruneInstances(ctx, time.Now().Add(time.Hour)); err != nil || n != 2*slots.Lanes {
@@ -295,17 +312,17 @@ func TestApplyOnceReplaysPartlyCommittedRound(t *testing.T) {
 		return s
 	}
 	// Enough keys that 3 writers each get a transaction.
-	batch := func() []slots.Delta {
-		var b []slots.Delta
+	batch := func() []change.Change {
+		var b []change.Change
 		for k := range 6000 {
-			b = append(b, slots.Delta{Key: fmt.Sprintf("post:%d", k), N: int64(k + 1)})
+			b = append(b, change.Change{Kind: change.Total, Key: fmt.Sprintf("post:%d", k), Delta: int64(k + 1)})
 		}
 		return b
 	}
 	// The crashed daemon (4 writers) committed round 5 of lane 3 only:
 	// lane 3's keys are written and every other lane is still at round 4.
-	id := slots.BatchID{Instance: "x", Seq: 5}
-	var lane3 []slots.Delta
+	id := slots.BatchID{Identity: slots.Identity{Instance: "x"}, Seq: 5}
+	var lane3 []change.Change
 	for _, d := range batch() {
 		if slots.LaneOf(d.Key) == 3 {
 			lane3 = append(lane3, d)
@@ -320,7 +337,7 @@ func TestApplyOnceReplaysPartlyCommittedRound(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, `UPDATE counterd_instances SET last_seq = 4 WHERE instance <> 'x/3'`); err != nil {
 		t.Fatal(err)
 	}
-	if seq, err := store(4).LastSeq(ctx, "x"); err != nil || seq != 4 {
+	if seq, err := store(4).LastSeq(ctx, slots.Identity{Instance: "x"}); err != nil || seq != 4 {
 		t.Fatalf("LastSeq before the replay: got %d, %v; want 4", seq, err)
 	}
 
@@ -342,11 +359,11 @@ func TestApplyOnceReplaysPartlyCommittedRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, d := range batch() {
-		if got[i] != d.N {
-			t.Errorf("%s: got %d; want %d", d.Key, got[i], d.N)
+		if got[i] != d.Delta {
+			t.Errorf("%s: got %d; want %d", d.Key, got[i], d.Delta)
 		}
 	}
-	if seq, err := store(2).LastSeq(ctx, "x"); err != nil || seq != 5 {
+	if seq, err := store(2).LastSeq(ctx, slots.Identity{Instance: "x"}); err != nil || seq != 5 {
 		t.Fatalf("LastSeq after the replay: got %d, %v; want 5", seq, err)
 	}
 }
@@ -360,16 +377,16 @@ func TestLastSeqFallsBackToInstanceRow(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO counterd_instances (instance, last_seq) VALUES ('old', 7)`); err != nil {
 		t.Fatal(err)
 	}
-	if seq, err := s.LastSeq(ctx, "old"); err != nil || seq != 7 {
+	if seq, err := s.LastSeq(ctx, slots.Identity{Instance: "old"}); err != nil || seq != 7 {
 		t.Fatalf("LastSeq(old): got %d, %v; want 7", seq, err)
 	}
-	if _, err := s.ApplyOnce(ctx, slots.BatchID{Instance: "old", Seq: 8}, []slots.Delta{{Key: "k", N: 1}}); err != nil {
+	if _, err := s.ApplyOnce(ctx, slots.BatchID{Identity: slots.Identity{Instance: "old"}, Seq: 8}, []change.Change{{Kind: change.Total, Key: "k", Delta: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if seq, err := s.LastSeq(ctx, "old"); err != nil || seq != 8 {
+	if seq, err := s.LastSeq(ctx, slots.Identity{Instance: "old"}); err != nil || seq != 8 {
 		t.Fatalf("LastSeq(old) after round 8: got %d, %v; want 8", seq, err)
 	}
-	if seq, err := s.LastSeq(ctx, "never"); err != nil || seq != 0 {
+	if seq, err := s.LastSeq(ctx, slots.Identity{Instance: "never"}); err != nil || seq != 0 {
 		t.Fatalf("LastSeq(never): got %d, %v; want 0", seq, err)
 	}
 }

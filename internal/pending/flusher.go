@@ -1,0 +1,297 @@
+package pending
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/slots"
+)
+
+// Store is where rounds are written and totals read.
+type Store interface {
+	ApplyOnce(ctx context.Context, id slots.BatchID, batch []change.Change) (slots.ApplyResult, error)
+	Read(ctx context.Context, keys []string, ids []slots.Identity) (slots.Snapshot, error)
+}
+
+// Flusher writes cut rounds to the store, oldest first.
+type Flusher struct {
+	acc   *Accumulator
+	store Store
+	opts  Options
+
+	prepared bool // Prepare has succeeded; Run's goroutine only
+
+	mu       sync.Mutex
+	rounds   []*round      // cut, not yet committed; oldest first
+	done     uint64        // every round up to this seq is committed
+	doneCh   chan struct{} // closed and replaced when done advances
+	failing  error         // the last write's error, nil once one succeeds
+	failedAt time.Time     // when the current run of failures began
+	kick     chan struct{}
+
+	m *bufferMetrics
+}
+
+// queue appends a cut round. The accumulator calls it under its lock.
+func (f *Flusher) queue(r *round) {
+	f.mu.Lock()
+	f.rounds = append(f.rounds, r)
+	f.mu.Unlock()
+}
+
+// queued returns the rounds waiting to be committed, oldest first.
+func (f *Flusher) queued() []*round {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rounds[:len(f.rounds):len(f.rounds)]
+}
+
+// Kick asks the flusher to start a round now.
+func (f *Flusher) Kick() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// QueuedRounds reports how many rounds wait to be committed.
+func (f *Flusher) QueuedRounds() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.rounds)
+}
+
+// Run flushes rounds until ctx ends, then flushes what remains, retrying
+// for at most drain. It returns an error only if changes could not be
+// committed by then; they stay in the journal for the next start.
+func (f *Flusher) Run(ctx context.Context, drain time.Duration) error {
+	t := time.NewTicker(f.opts.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
+			defer cancel()
+			if err := f.flushAll(dctx); err != nil {
+				return fmt.Errorf("final flush: %d rounds and %d keys not committed: %w", f.QueuedRounds(), f.acc.PendingKeys(), err)
+			}
+			return nil
+		case <-t.C:
+		case <-f.kick:
+		}
+		// flushAll retries until it succeeds or ctx ends.
+		_ = f.flushAll(ctx)
+	}
+}
+
+// flushAll commits the queued rounds, oldest first, then cuts and commits
+// what has accumulated. While the store fails it retries with capped,
+// jittered backoff, and accumulates rather than queueing more rounds.
+func (f *Flusher) flushAll(ctx context.Context) error {
+	for attempt := 0; ; {
+		if f.QueuedRounds() == 0 {
+			cut, err := f.acc.Cut()
+			if err != nil {
+				// Keep accumulating into the open segment.
+				f.opts.Logger.Error("cut round", "err", err)
+			}
+			if !cut {
+				f.markIdle()
+				return err
+			}
+			f.seal()
+		}
+		err := f.commitOldest(ctx)
+		f.setHealth(err)
+		if err == nil {
+			attempt = 0
+			continue
+		}
+		f.m.flushErrors.Inc()
+		f.opts.Logger.Error("flush failed; will retry", "queued_rounds", f.QueuedRounds(), "attempt", attempt+1, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff(attempt)):
+		}
+		attempt++
+	}
+}
+
+// seal finishes a rotation outside the accumulator's lock, so appends
+// never wait on the old segment's fsync.
+func (f *Flusher) seal() {
+	if f.acc.jr == nil {
+		return
+	}
+	if err := f.acc.jr.Seal(); err != nil {
+		f.opts.Logger.Error("seal journal segment", "err", err)
+	}
+}
+
+// commitOldest writes the oldest queued round and drops it from memory
+// and the journal. Readers need no coordination: they tell by the lanes'
+// watermarks whether a round they hold in memory is in the store yet.
+func (f *Flusher) commitOldest(ctx context.Context) error {
+	if !f.prepared && f.opts.Prepare != nil {
+		pctx, cancel := context.WithTimeout(ctx, f.opts.RoundTimeout)
+		err := f.opts.Prepare(pctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+	}
+	f.prepared = true
+	f.mu.Lock()
+	r := f.rounds[0]
+	f.mu.Unlock()
+	batch := r.batch()
+	start := time.Now()
+	r.attempts++
+	wctx, cancel := context.WithTimeout(ctx, f.opts.RoundTimeout)
+	res, err := f.store.ApplyOnce(wctx, r.id, batch)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("commit round %d (%d keys, attempt %d): %w", r.id.Seq, len(batch), r.attempts, err)
+	}
+	f.mu.Lock()
+	f.rounds = f.rounds[1:]
+	from := f.done + 1
+	f.mu.Unlock()
+
+	f.m.flushes.Inc()
+	f.m.flushDuration.UpdateDuration(start)
+	f.m.batchKeys.Update(float64(len(batch)))
+	if res.Duplicate {
+		f.duplicate(r)
+	} else {
+		f.m.keysWritten.Add(len(batch))
+	}
+	// A round may span several segments when the journal had to move past
+	// a broken one; they all lie after the previous round.
+	for seq := from; seq <= r.id.Seq; seq++ {
+		f.removeSegment(seq)
+	}
+	f.advance(r.id.Seq)
+	return nil
+}
+
+// duplicate logs a round the store already had. That is expected for a
+// round replayed from an earlier run's journal, or retried after a write
+// whose reply was lost; a round this run cut and never wrote before
+// cannot be a duplicate (its generation is new), so that is an error.
+func (f *Flusher) duplicate(r *round) {
+	f.m.duplicates.Inc()
+	switch {
+	case r.recovered:
+		f.opts.Logger.Info("replayed round was already committed before the restart; skipped", "round", r.id.Seq, "generation", r.id.Generation)
+	case r.attempts > 1:
+		f.opts.Logger.Info("round was committed by an earlier attempt whose reply was lost; skipped", "round", r.id.Seq)
+	default:
+		f.m.identityConflicts.Inc()
+		f.opts.Logger.Error("BUG: the store already has a round this run created and never wrote; its changes were not written again",
+			"round", r.id.Seq, "instance", r.id.Instance, "generation", r.id.Generation, "keys", len(r.batch()))
+	}
+}
+
+func (f *Flusher) removeSegment(seq uint64) {
+	if f.acc.jr == nil {
+		return
+	}
+	if err := f.acc.jr.Remove(seq); err != nil {
+		// The round is committed; replaying the segment later is a
+		// recorded duplicate, so this only costs disk until restart.
+		f.opts.Logger.Error("remove committed journal segment", "round", seq, "err", err)
+	}
+}
+
+// markIdle records that nothing is queued or accumulating: every round
+// before the accumulating one is committed.
+func (f *Flusher) markIdle() {
+	f.acc.mu.Lock()
+	seq := f.acc.seq() - 1
+	f.acc.mu.Unlock()
+	f.advance(seq)
+}
+
+func (f *Flusher) advance(seq uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if seq <= f.done {
+		return
+	}
+	f.done = seq
+	close(f.doneCh)
+	f.doneCh = make(chan struct{})
+}
+
+// WaitCommitted returns once round seq and every round before it are
+// committed, or ctx ends.
+func (f *Flusher) WaitCommitted(ctx context.Context, seq uint64) error {
+	f.Kick()
+	for {
+		f.mu.Lock()
+		done, ch := f.done, f.doneCh
+		f.mu.Unlock()
+		if done >= seq {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for commit: %w", ctx.Err())
+		}
+	}
+}
+
+// Flush returns once every change accepted before the call is committed,
+// or ctx ends.
+func (f *Flusher) Flush(ctx context.Context) error {
+	f.acc.mu.Lock()
+	target := f.acc.seq()
+	if f.acc.keys.Load() == 0 {
+		target-- // nothing accumulating: the queued rounds are all there is
+	}
+	f.acc.mu.Unlock()
+	return f.WaitCommitted(ctx, target)
+}
+
+// ErrNotCommitting is wrapped by Ready while rounds fail to commit.
+var ErrNotCommitting = errors.New("rounds are not committing")
+
+func (f *Flusher) setHealth(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil {
+		f.failing = nil
+		return
+	}
+	if f.failing == nil {
+		f.failedAt = time.Now()
+	}
+	f.failing = err
+}
+
+// Ready returns nil while rounds commit: the last write succeeded, or
+// nothing has needed writing. Otherwise the error says since when and why
+// they fail.
+func (f *Flusher) Ready() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failing == nil {
+		return nil
+	}
+	return fmt.Errorf("%w for %s (%d rounds queued): %w", ErrNotCommitting,
+		time.Since(f.failedAt).Round(time.Millisecond), len(f.rounds), f.failing)
+}
+
+// backoff is capped exponential backoff with full jitter.
+func backoff(attempt int) time.Duration {
+	d := 50 * time.Millisecond << min(attempt, 6) // caps at 3.2s
+	return d/2 + rand.N(d/2)
+}

@@ -1,0 +1,117 @@
+package pending
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+
+	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/slots"
+)
+
+// Estimate is a counter's total with the variance of its sampled part.
+type Estimate struct {
+	Total int64
+	Var   float64
+}
+
+// held is one round's delta for one key, as a read found it in memory.
+type held struct {
+	id    slots.BatchID
+	n     int64
+	v     float64
+	ident int // index of id.Identity in the read's identity list
+}
+
+// Estimates returns each key's exact total: what the store has plus what
+// this daemon holds in memory and the store does not have yet. A total
+// beyond int64 is an error wrapping slots.ErrOverflow for that key.
+func (b *Buffer) Estimates(ctx context.Context, keys []string) ([]Estimate, error) {
+	mem, ids := b.inMemory(keys)
+	snap, err := b.flusher.store.Read(ctx, keys, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Estimate, len(keys))
+	for i, key := range keys {
+		lane := slots.LaneOf(key)
+		e := snap.Estimates[i]
+		sum := e.Wide
+		total, v := e.Total, e.Var
+		for _, h := range mem[i] {
+			if h.id.Seq <= snap.Marks[h.ident][lane] {
+				continue // committed after this read took it from memory
+			}
+			v += h.v
+			if sum == nil {
+				if t, ok := addChecked(total, h.n); ok {
+					total = t
+					continue
+				}
+				sum = big.NewInt(total)
+			}
+			sum.Add(sum, big.NewInt(h.n))
+		}
+		if sum != nil {
+			if !sum.IsInt64() {
+				return nil, fmt.Errorf("total of %q is %s: %w", key, sum, slots.ErrOverflow)
+			}
+			total = sum.Int64()
+		}
+		out[i] = Estimate{Total: total, Var: v}
+	}
+	return out, nil
+}
+
+// Get returns each key's exact total, as Estimates does.
+func (b *Buffer) Get(ctx context.Context, keys []string) ([]int64, error) {
+	est, err := b.Estimates(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	totals := make([]int64, len(est))
+	for i, e := range est {
+		totals[i] = e.Total
+	}
+	return totals, nil
+}
+
+// inMemory returns, per key, its deltas in the accumulating round and in
+// every queued round, each with its round's identity, and the distinct
+// identities involved. It holds the accumulator's lock, so no round is
+// cut meanwhile: each round is seen exactly once, in the shards or in the
+// queue. It does no I/O.
+func (b *Buffer) inMemory(keys []string) ([][]held, []slots.Identity) {
+	a := b.acc
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rounds := b.flusher.queued()
+	ids := []slots.Identity{a.id}
+	index := func(id slots.Identity) int {
+		for i, have := range ids {
+			if have == id {
+				return i
+			}
+		}
+		ids = append(ids, id)
+		return len(ids) - 1
+	}
+	acc := slots.BatchID{Identity: a.id, Seq: a.seq()}
+	mem := make([][]held, len(keys))
+	for i, key := range keys {
+		id := change.ID{Key: key, Kind: change.Total}
+		si := a.shardOf(key)
+		for _, r := range rounds {
+			if c := r.shards[si][id]; c != nil {
+				mem[i] = append(mem[i], held{id: r.id, n: c.n, v: c.v, ident: index(r.id.Identity)})
+			}
+		}
+		s := &a.shards[si]
+		s.mu.Lock()
+		if c := s.m[id]; c != nil {
+			mem[i] = append(mem[i], held{id: acc, n: c.n, v: c.v, ident: 0})
+		}
+		s.mu.Unlock()
+	}
+	return mem, ids
+}
