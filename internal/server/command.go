@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"unsafe"
 
-	"github.com/counterd/counterd/internal/hotness"
 	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/hotness"
 	"github.com/counterd/counterd/internal/resp"
 )
 
