@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/counterd/counterd/internal/pgtest"
+)
+
+// One key whose total passes int64 must not hold back any other key.
+// Before, PostgreSQL rejected the whole round ("bigint out of range") and
+// the daemon retried it forever: no later increment of any key committed.
+func TestOverflowingKeyHoldsBackNothing(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db)
+	c := client(t, d.socket)
+	ctx := context.Background()
+	if err := c.IncrBy(ctx, "k", math.MaxInt64).Err(); err != nil {
+		t.Fatal(err)
+	}
+	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := c.Do(fctx, "FLUSH").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"k", "other"} {
+		if err := c.Incr(ctx, k).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Do(fctx, "FLUSH").Err(); err != nil {
+		t.Fatalf("FLUSH after a key passed int64: %v\n%s", err, d.log())
+	}
+	if got := total(t, db, "other"); got != 1 {
+		t.Fatalf("other: got %d; want 1", got)
+	}
+	if err := c.Get(ctx, "k").Err(); err == nil || !strings.Contains(err.Error(), "beyond int64") {
+		t.Fatalf("GET of a total beyond int64: got %v; want an error saying so", err)
+	}
+	if got, err := c.Get(ctx, "other").Int64(); err != nil || got != 1 {
+		t.Fatalf("GET other: got %d, %v; want 1", got, err)
+	}
+	if err := c.DecrBy(ctx, "k", 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Get(ctx, "k").Int64(); err != nil || got != math.MaxInt64-1 {
+		t.Fatalf("GET k back in range: got %d, %v; want %d", got, err, int64(math.MaxInt64-1))
+	}
+	httpGet(t, "http://"+d.metricsAddr()+"/readyz")
+}
+
+// No increment waits on a database query: while one connection's GET
+// waits on a locked table, other connections' increments are acknowledged.
+// Before, the GET held the read/commit gate, the flusher's swap waited for
+// it while holding the append lock, and every INCR on every connection
+// stalled until the lock was released.
+func TestIncrementsDoNotWaitForSlowReads(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=20ms", "COUNTERD_FLUSH_TIMEOUT=60s")
+	ctx := context.Background()
+	incr := client(t, d.socket)
+	if err := incr.Incr(ctx, "warm").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := incr.Do(ctx, "FLUSH").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE counters, counter_slots IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	var released atomic.Bool
+	release := func() {
+		if released.CompareAndSwap(false, true) {
+			_ = tx.Rollback(ctx)
+		}
+	}
+	defer release()
+	// The lock is released after 20 s in any case, so a failing daemon
+	// fails the test rather than hanging it.
+	timer := time.AfterFunc(20*time.Second, release)
+	defer timer.Stop()
+
+	reader := redis.NewClient(&redis.Options{Network: "unix", Addr: d.socket, Protocol: 2, DisableIdentity: true, ReadTimeout: time.Minute})
+	defer reader.Close()
+	got := make(chan error, 1)
+	go func() { got <- reader.Get(ctx, "warm").Err() }()
+	waitForLockWaiter(t, db)
+
+	// Keys are pending, so the flusher cuts rounds (and fails to write
+	// them) while the GET waits.
+	for i := range 200 {
+		if err := incr.Incr(ctx, "post:"+string(rune('a'+i%26))).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if released.Load() {
+		t.Fatal("increments were acknowledged only after the table lock was released")
+	}
+	release()
+	if err := <-got; err != nil {
+		t.Fatalf("GET after the lock was released: %v", err)
+	}
+	flush(t, d.socket)
+	if n := total(t, db, "post:a"); n != 8 {
+		t.Fatalf("post:a: got %d; want 8", n)
+	}
+}
+
+// waitForLockWaiter returns once some backend waits for a lock.
+func waitForLockWaiter(t *testing.T, db *pgtest.DB) {
+	t.Helper()
+	for start := time.Now(); time.Since(start) < 30*time.Second; time.Sleep(10 * time.Millisecond) {
+		var n int
+		if err := db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+	}
+	t.Fatal("no backend waited for the lock within 30s")
+}
+
+// readyz returns /readyz's status code.
+func readyz(t *testing.T, d *daemon) int {
+	t.Helper()
+	resp, err := http.Get("http://" + d.metricsAddr() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
