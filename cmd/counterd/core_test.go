@@ -121,7 +121,7 @@ func TestIncrementsDoNotWaitForSlowReads(t *testing.T) {
 }
 
 // waitForLockWaiter returns once some backend waits for a lock.
-func waitForLockWaiter(t *testing.T, db *pgtest.DB) {
+func waitForLockWaiter(t testing.TB, db *pgtest.DB) {
 	t.Helper()
 	for start := time.Now(); time.Since(start) < 30*time.Second; time.Sleep(10 * time.Millisecond) {
 		var n int
