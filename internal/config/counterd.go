@@ -35,7 +35,7 @@ type Counterd struct {
 	// laptop while amortising the round trip.
 	FlushMaxKeys   int           `env:"COUNTERD_FLUSH_MAX_KEYS" envDefault:"10000" help:"flush early once this many distinct keys are pending"`
 	FlushTimeout   time.Duration `env:"COUNTERD_FLUSH_TIMEOUT" envDefault:"10s" help:"how long FLUSH and GET wait for PostgreSQL before replying -ERR"`
-	MaxPendingKeys int           `env:"COUNTERD_MAX_PENDING_KEYS" envDefault:"1000000" help:"refuse new keys (-ERR, back off) past this many unflushed keys"`
+	MaxPendingKeys int           `env:"COUNTERD_MAX_PENDING_KEYS" envDefault:"1000000" help:"refuse new keys (-BUSY, back off and retry) past this many unflushed keys"`
 
 	// A post liked 1000 times a second is far beyond what coalescing
 	// needs help with on one daemon, but it is where one key's slot rows
