@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"math"
 	"strings"
 	"sync"
@@ -36,21 +35,23 @@ type Journal interface {
 
 // Accumulator coalesces accepted changes per counter until Cut.
 type Accumulator struct {
-	jr   Journal
-	id   slots.Identity
-	seed maphash.Seed
+	jr Journal
+	id slots.Identity
 
 	// mu orders "check, journal, fold" of each group against Cut and
 	// against reads of the in-memory state, so every record of a segment
 	// is in that segment's round and a read sees each round in exactly
-	// one place. It is never held across a database call.
+	// one place. It guards everything below and is never held across a
+	// database call.
 	mu      sync.Mutex
 	nextSeq uint64 // without a journal: the seq of the accumulating round
-	shards  []shard
-	keys    atomic.Int64 // distinct counters in the shards
+	cells   cells
+	keys    atomic.Int64 // distinct counters in cells; read without mu
 
-	// Group scratch, reused under mu so AddGroup does not allocate.
-	tent     map[change.ID]tentative
+	// Group scratch, reused so AddGroup does not allocate.
+	group    uint64  // stamps cells a group under check has touched
+	found    []*cell // per accepted change, its cell (nil if new)
+	fresh    map[change.ID]int64
 	accepted []change.Change
 
 	maxKeys    int64
@@ -60,32 +61,57 @@ type Accumulator struct {
 	m          *bufferMetrics
 }
 
-// tentative is a counter's pending delta as a group under check would
-// leave it.
-type tentative struct {
-	n     int64
-	fresh bool // the counter is not in the shards yet
+// cell is one counter's net pending change.
+type cell struct {
+	n int64
+	v float64 // variance of the sampled increments in n
+	// tent is n as the group under check would leave it, valid while
+	// stamp is the accumulator's current group.
+	tent  int64
+	stamp uint64
 }
 
-type shard struct {
-	mu sync.Mutex
-	// Values are pointers so that adding to an existing counter is a
-	// lookup, which does not allocate, rather than an assignment, which
-	// copies the key.
-	m map[change.ID]*cell
-	_ [40]byte // keep neighbouring shard locks off one cache line
+// cells maps counters to their cells. The all-time total of a key, by
+// far the most common counter, is keyed by the key alone: hashing a string
+// is much cheaper than hashing a change.ID, and the map entry is smaller.
+type cells struct {
+	totals map[string]*cell
+	other  map[change.ID]*cell
 }
 
-func (a *Accumulator) shardOf(key string) int {
-	return int(maphash.String(a.seed, key) % uint64(len(a.shards)))
+func newCells(hint int) cells {
+	return cells{totals: make(map[string]*cell, hint), other: make(map[change.ID]*cell)}
 }
 
-func (a *Accumulator) newMaps() []map[change.ID]*cell {
-	ms := make([]map[change.ID]*cell, len(a.shards))
-	for i := range ms {
-		ms[i] = make(map[change.ID]*cell)
+func (cs cells) get(id change.ID) *cell {
+	if id.Kind == change.Total && id.Bucket == 0 {
+		return cs.totals[id.Key]
 	}
-	return ms
+	return cs.other[id]
+}
+
+// add inserts a new cell for id, copying its key.
+func (cs cells) add(id change.ID) *cell {
+	c := &cell{}
+	id.Key = strings.Clone(id.Key) // it may alias a buffer the caller reuses
+	if id.Kind == change.Total && id.Bucket == 0 {
+		cs.totals[id.Key] = c
+	} else {
+		cs.other[id] = c
+	}
+	return c
+}
+
+func (cs cells) len() int { return len(cs.totals) + len(cs.other) }
+
+// each calls fn for every counter.
+func (cs cells) each(fn func(id change.ID, c *cell)) {
+	for k, c := range cs.totals {
+		fn(change.ID{Key: k, Kind: change.Total}, c)
+	}
+	for id, c := range cs.other {
+		fn(id, c)
+	}
 }
 
 // seq is the sequence number the accumulating round will have, or a
@@ -130,8 +156,21 @@ func (a *Accumulator) AddGroup(items []change.Change, errs []error) (Ticket, err
 		}
 		t.Pos = pos
 	}
-	for _, c := range acc {
-		a.fold(c)
+	for i, ch := range acc {
+		c := a.found[i]
+		if c == nil {
+			// New before this group; an earlier change of the group may
+			// have created it since.
+			id := ch.ID()
+			if c = a.cells.get(id); c == nil {
+				c = a.cells.add(id)
+				if a.keys.Add(1) == a.maxKeys {
+					a.kick()
+				}
+			}
+		}
+		c.n += ch.Delta
+		c.v += ch.Var
 	}
 	t.Seq = a.seq()
 	t.Recorded = len(acc)
@@ -139,77 +178,61 @@ func (a *Accumulator) AddGroup(items []change.Change, errs []error) (Ticket, err
 	return t, nil
 }
 
-// check returns the changes of items that may be accepted. The caller
-// holds mu, so nothing else changes the shards until it folds them.
+// check returns the changes of items that may be accepted, and leaves
+// each one's cell (nil for a counter not pending yet) in a.found. The
+// caller holds mu, so nothing else changes the cells until it folds them.
 func (a *Accumulator) check(items []change.Change, errs []error) []change.Change {
-	acc := a.accepted[:0]
-	defer clear(a.tent) // its keys alias the caller's buffer
-	group := len(items) > 1
+	acc, found := a.accepted[:0], a.found[:0]
+	a.group++
+	defer clear(a.fresh) // its keys alias the caller's buffer
 	newKeys := int64(0)
-	for i, c := range items {
+	for i, ch := range items {
 		errs[i] = nil
-		if c.Delta == 0 && c.Var == 0 {
+		if ch.Delta == 0 && ch.Var == 0 {
 			continue // sampled out, or INCRBY 0: nothing to record
 		}
-		id := c.ID()
-		t, seen := a.tent[id]
-		if !seen {
-			t.n, t.fresh = a.peek(id)
-			if t.fresh && a.keys.Load()+newKeys >= a.maxPending {
+		id := ch.ID()
+		c := a.cells.get(id)
+		var cur int64
+		newKey := false
+		switch {
+		case c != nil:
+			if c.stamp != a.group {
+				c.stamp, c.tent = a.group, c.n
+			}
+			cur = c.tent
+		default:
+			var seen bool
+			if cur, seen = a.fresh[id]; !seen && a.keys.Load()+newKeys >= a.maxPending {
 				a.m.rejected.Inc()
 				errs[i] = ErrBackoff
 				continue
 			}
+			newKey = !seen
 		}
-		sum, ok := addChecked(t.n, c.Delta)
+		sum, ok := addChecked(cur, ch.Delta)
 		if !ok {
 			a.m.rejected.Inc()
 			errs[i] = ErrOverflow
 			continue
 		}
-		if t.fresh && !seen {
+		switch {
+		case c != nil:
+			c.tent = sum
+		case len(items) > 1:
+			a.fresh[id] = sum
+		}
+		if newKey {
 			newKeys++
 		}
-		if group {
-			a.tent[id] = tentative{n: sum, fresh: t.fresh}
-		}
-		acc = append(acc, c)
+		acc = append(acc, ch)
+		found = append(found, c)
 	}
-	a.accepted = acc[:0]
+	a.accepted, a.found = acc[:0], found // AddGroup reads found
 	return acc
 }
 
-// peek returns id's pending delta and whether it has none yet.
-func (a *Accumulator) peek(id change.ID) (int64, bool) {
-	s := &a.shards[a.shardOf(id.Key)]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c := s.m[id]; c != nil {
-		return c.n, false
-	}
-	return 0, true
-}
-
-// fold adds a checked change to its counter. The caller holds mu.
-func (a *Accumulator) fold(ch change.Change) {
-	id := ch.ID()
-	s := &a.shards[a.shardOf(id.Key)]
-	s.mu.Lock()
-	c := s.m[id]
-	if c == nil {
-		c = &cell{}
-		id.Key = strings.Clone(id.Key) // the caller's buffer is reused
-		s.m[id] = c
-		if a.keys.Add(1) == a.maxKeys {
-			a.kick()
-		}
-	}
-	c.n += ch.Delta
-	c.v += ch.Var
-	s.mu.Unlock()
-}
-
-// Cut swaps the shards out into a round, rotating the journal so the
+// Cut swaps the cells out into a round, rotating the journal so the
 // round's records are exactly its segments, and queues it. It reports
 // false when nothing was accumulating, or when the journal could not
 // rotate (the next Cut tries again).
@@ -233,15 +256,9 @@ func (a *Accumulator) Cut() (bool, error) {
 		seq = a.nextSeq
 		a.nextSeq++
 	}
-	r := &round{id: slots.BatchID{Identity: a.id, Seq: seq}, shards: make([]map[change.ID]*cell, len(a.shards))}
-	for i := range a.shards {
-		s := &a.shards[i]
-		s.mu.Lock()
-		r.shards[i] = s.m
-		s.m = make(map[change.ID]*cell, len(r.shards[i]))
-		a.keys.Add(-int64(len(r.shards[i])))
-		s.mu.Unlock()
-	}
+	r := &round{id: slots.BatchID{Identity: a.id, Seq: seq}, cells: a.cells}
+	a.cells = newCells(len(r.cells.totals))
+	a.keys.Store(0)
 	a.queue(r)
 	return true, nil
 }

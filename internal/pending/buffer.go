@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"hash/maphash"
 	"log/slog"
 	"math"
 	"time"
+	"unsafe"
 
 	"github.com/VictoriaMetrics/metrics"
 
@@ -39,8 +39,6 @@ type Options struct {
 	MaxKeys int
 	// MaxPendingKeys refuses new keys with ErrBackoff past this many.
 	MaxPendingKeys int
-	// Shards is the number of lock shards (default 64).
-	Shards int
 	// Logger receives flush errors.
 	Logger *slog.Logger
 	// Metrics receives the buffer's metrics; nil means a private set.
@@ -56,9 +54,6 @@ type Buffer struct {
 
 // New returns a Buffer writing to store. Call Run to start flushing.
 func New(store Store, opts Options) *Buffer {
-	if opts.Shards <= 0 {
-		opts.Shards = 64
-	}
 	if opts.Interval <= 0 {
 		opts.Interval = 100 * time.Millisecond
 	}
@@ -84,17 +79,13 @@ func New(store Store, opts Options) *Buffer {
 	a := &Accumulator{
 		jr:         opts.Journal,
 		id:         opts.Identity,
-		seed:       maphash.MakeSeed(),
 		nextSeq:    1,
-		shards:     make([]shard, opts.Shards),
-		tent:       make(map[change.ID]tentative),
+		cells:      newCells(0),
+		fresh:      make(map[change.ID]int64),
 		maxKeys:    int64(opts.MaxKeys),
 		maxPending: int64(opts.MaxPendingKeys),
 		kick:       f.Kick,
 		queue:      f.queue,
-	}
-	for i := range a.shards {
-		a.shards[i].m = make(map[change.ID]*cell)
 	}
 	f.acc = a
 	b := &Buffer{acc: a, flusher: f}
@@ -102,13 +93,11 @@ func New(store Store, opts Options) *Buffer {
 	a.m, f.m = m, m
 	f.done = a.seq() - 1
 	for _, rec := range opts.Recovered {
-		r := &round{id: rec.ID, shards: a.newMaps(), recovered: true}
+		r := &round{id: rec.ID, cells: newCells(len(rec.Changes)), recovered: true}
 		for _, c := range rec.Changes {
-			id := c.ID()
-			cl := r.shards[a.shardOf(id.Key)][id]
+			cl := r.cells.get(c.ID())
 			if cl == nil {
-				cl = &cell{}
-				r.shards[a.shardOf(id.Key)][id] = cl
+				cl = r.cells.add(c.ID())
 			}
 			cl.n += c.Delta
 			cl.v += c.Var
@@ -130,7 +119,8 @@ func randomHex() string {
 
 // Add accepts one increment of key's total (see AddGroup).
 func (b *Buffer) Add(key []byte, delta int64) error {
-	items := [1]change.Change{{Key: string(key), Kind: change.Total, Delta: delta}}
+	// AddGroup copies the key if it keeps it.
+	items := [1]change.Change{{Key: unsafe.String(unsafe.SliceData(key), len(key)), Kind: change.Total, Delta: delta}}
 	var errs [1]error
 	if _, err := b.AddGroup(items[:], errs[:]); err != nil {
 		return err

@@ -4,10 +4,12 @@
 // The Accumulator is the accept path. AddGroup checks a group of changes
 // against what is pending (int64 overflow, the pending-key bound), appends
 // the accepted ones to the journal as one record, and only then folds them
-// into per-counter net deltas in one of many lock shards. The order means
-// nothing ever has to be undone: a failed journal append leaves memory as
-// it was. Cut swaps the shards out as a round, rotating the journal so the
-// round is exactly its segment.
+// into per-counter net deltas. The order means nothing ever has to be
+// undone: a failed journal append leaves memory as it was. Every step runs
+// under one lock, because the journal's single file serialises appends
+// anyway; the lock is never held across a database call. Cut swaps the
+// maps out as a round, rotating the journal so the round is exactly its
+// segment.
 //
 // The Flusher is the write path. A single goroutine (Run) cuts a round when
 // the interval elapses, when many keys are pending, or when someone calls
@@ -17,7 +19,7 @@
 // or a journal replayed after a crash) is written once per lane.
 //
 // Reads never wait for a round to commit. A read takes the in-memory state
-// (the shards and the queued rounds, each tagged with its round's identity)
+// (the accumulating maps and the queued rounds, each tagged with its round's identity)
 // under the accumulator's lock, without touching the database, then reads
 // the stored totals and the lanes' watermarks in one statement, and adds a
 // round's delta to a key only if the round is above its lane's watermark:

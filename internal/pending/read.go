@@ -100,18 +100,14 @@ func (b *Buffer) inMemory(keys []string) ([][]held, []slots.Identity) {
 	mem := make([][]held, len(keys))
 	for i, key := range keys {
 		id := change.ID{Key: key, Kind: change.Total}
-		si := a.shardOf(key)
 		for _, r := range rounds {
-			if c := r.shards[si][id]; c != nil {
+			if c := r.cells.get(id); c != nil {
 				mem[i] = append(mem[i], held{id: r.id, n: c.n, v: c.v, ident: index(r.id.Identity)})
 			}
 		}
-		s := &a.shards[si]
-		s.mu.Lock()
-		if c := s.m[id]; c != nil {
+		if c := a.cells.get(id); c != nil {
 			mem[i] = append(mem[i], held{id: acc, n: c.n, v: c.v, ident: 0})
 		}
-		s.mu.Unlock()
 	}
 	return mem, ids
 }

@@ -5,17 +5,11 @@ import (
 	"github.com/counterd/counterd/internal/slots"
 )
 
-// cell is one counter's net pending change.
-type cell struct {
-	n int64
-	v float64 // variance of the sampled increments in n
-}
-
 // round is one batch on its way to the store. Its maps are not changed
 // once it is cut.
 type round struct {
-	id     slots.BatchID
-	shards []map[change.ID]*cell
+	id    slots.BatchID
+	cells cells
 	// recovered says the round was replayed from the journal of an
 	// earlier run, which may have committed it already.
 	recovered bool
@@ -25,18 +19,12 @@ type round struct {
 
 // batch lists the round's changes that do something.
 func (r *round) batch() []change.Change {
-	var n int
-	for _, m := range r.shards {
-		n += len(m)
-	}
-	batch := make([]change.Change, 0, n)
-	for _, m := range r.shards {
-		for id, c := range m {
-			if c.n != 0 || c.v != 0 {
-				batch = append(batch, change.Change{Key: id.Key, Kind: id.Kind, Bucket: id.Bucket, Delta: c.n, Var: c.v})
-			}
+	batch := make([]change.Change, 0, r.cells.len())
+	r.cells.each(func(id change.ID, c *cell) {
+		if c.n != 0 || c.v != 0 {
+			batch = append(batch, change.Change{Key: id.Key, Kind: id.Kind, Bucket: id.Bucket, Delta: c.n, Var: c.v})
 		}
-	}
+	})
 	return batch
 }
 
