@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/counterd/counterd/internal/pgtest"
+	"github.com/counterd/counterd/internal/slots"
 )
 
 // One key whose total passes int64 must not hold back any other key.
@@ -47,6 +48,24 @@ func TestOverflowingKeyHoldsBackNothing(t *testing.T) {
 	}
 	if got, err := c.Get(ctx, "other").Int64(); err != nil || got != 1 {
 		t.Fatalf("GET other: got %d, %v; want 1", got, err)
+	}
+	// Once a rollup pass has folded it, the key is counted in a metric and
+	// named in /readyz, which stays 200: rounds still commit.
+	store, err := slots.New(db.Pool, slots.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Fold(ctx, 0, time.Time{}); err != nil {
+		t.Fatalf("fold a total beyond int64: %v", err)
+	}
+	metricsURL := "http://" + d.metricsAddr() + "/metrics"
+	for start := time.Now(); !strings.Contains(httpGet(t, metricsURL), "counterd_overflowed_keys 1"); time.Sleep(100 * time.Millisecond) {
+		if time.Since(start) > time.Minute {
+			t.Fatal("counterd_overflowed_keys did not reach 1 within a minute")
+		}
+	}
+	if body := httpGet(t, "http://"+d.metricsAddr()+"/readyz"); !strings.Contains(body, "1 keys have a total beyond int64") {
+		t.Fatalf("/readyz: %q does not name the overflow", body)
 	}
 	if err := c.DecrBy(ctx, "k", 2).Err(); err != nil {
 		t.Fatal(err)

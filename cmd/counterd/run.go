@@ -147,7 +147,11 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		return err
 	}
 	if cfg.MetricsAddr != config.MetricsOff {
-		ready := func(ctx context.Context) error {
+		ready := func(ctx context.Context) (string, error) {
+			var note string
+			if n := buf.Overflowed(); n > 0 {
+				note = fmt.Sprintf("; %d keys have a total beyond int64 (see counter_overflows)", n)
+			}
 			err := buf.Ready()
 			if err == nil && buf.QueuedRounds() == 0 {
 				// Nothing is being written, so no round says whether
@@ -157,10 +161,10 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 				}
 			}
 			if err != nil {
-				return fmt.Errorf("%w; pending: %d rounds, %d keys, %d journal bytes",
+				return note, fmt.Errorf("%w; pending: %d rounds, %d keys, %d journal bytes",
 					err, buf.QueuedRounds(), buf.PendingKeys(), journalBytes(jr))
 			}
-			return nil
+			return note, nil
 		}
 		addr, err := admin.Serve(ctx, cfg.MetricsAddr, admin.Handler([]*metrics.Set{set}, ready, cfg.Pprof))
 		if err != nil {

@@ -15,10 +15,10 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 )
 
-// Handler returns the mux. ready reports whether the daemon can reach its
-// database; nil means always ready. profile adds Go's /debug/pprof
+// Handler returns the mux. ready reports whether the daemon is ready and
+// anything an operator should know either way; nil means always ready. profile adds Go's /debug/pprof
 // endpoints, for profiling a running daemon.
-func Handler(sets []*metrics.Set, ready func(context.Context) error, profile bool) http.Handler {
+func Handler(sets []*metrics.Set, ready func(context.Context) (string, error), profile bool) http.Handler {
 	mux := http.NewServeMux()
 	if profile {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -37,15 +37,17 @@ func Handler(sets []*metrics.Set, ready func(context.Context) error, profile boo
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		var note string
 		if ready != nil {
 			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 			defer cancel()
-			if err := ready(ctx); err != nil {
-				http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			var err error
+			if note, err = ready(ctx); err != nil {
+				http.Error(w, "not ready: "+err.Error()+note, http.StatusServiceUnavailable)
 				return
 			}
 		}
-		fmt.Fprintln(w, "ready")
+		fmt.Fprintln(w, "ready"+note)
 	})
 	return mux
 }

@@ -153,6 +153,10 @@ func (b *Buffer) Kick() { b.flusher.Kick() }
 // Ready returns nil while rounds commit; see Flusher.Ready.
 func (b *Buffer) Ready() error { return b.flusher.Ready() }
 
+// Overflowed returns how many keys had a stored total beyond int64 at the
+// last check.
+func (b *Buffer) Overflowed() int64 { return b.flusher.Overflowed() }
+
 // PendingKeys reports how many distinct counters wait for the next round.
 func (b *Buffer) PendingKeys() int { return b.acc.PendingKeys() }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/counterd/counterd/internal/change"
@@ -16,7 +17,12 @@ import (
 type Store interface {
 	ApplyOnce(ctx context.Context, id slots.BatchID, batch []change.Change) (slots.ApplyResult, error)
 	Read(ctx context.Context, keys []string, ids []slots.Identity) (slots.Snapshot, error)
+	Overflows(ctx context.Context) (int64, error)
 }
+
+// overflowCheck is how often the flusher counts stored totals beyond
+// int64: often enough for an alert, rare enough to cost nothing.
+const overflowCheck = 10 * time.Second
 
 // Flusher writes cut rounds to the store, oldest first.
 type Flusher struct {
@@ -33,6 +39,8 @@ type Flusher struct {
 	failing  error         // the last write's error, nil once one succeeds
 	failedAt time.Time     // when the current run of failures began
 	kick     chan struct{}
+
+	overflowed atomic.Int64 // keys with a stored total beyond int64
 
 	m *bufferMetrics
 }
@@ -72,6 +80,9 @@ func (f *Flusher) QueuedRounds() int {
 func (f *Flusher) Run(ctx context.Context, drain time.Duration) error {
 	t := time.NewTicker(f.opts.Interval)
 	defer t.Stop()
+	check := time.NewTicker(overflowCheck)
+	defer check.Stop()
+	f.countOverflows(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -83,6 +94,9 @@ func (f *Flusher) Run(ctx context.Context, drain time.Duration) error {
 			return nil
 		case <-t.C:
 		case <-f.kick:
+		case <-check.C:
+			f.countOverflows(ctx)
+			continue
 		}
 		// flushAll retries until it succeeds or ctx ends.
 		_ = f.flushAll(ctx)
@@ -289,6 +303,29 @@ func (f *Flusher) Ready() error {
 	return fmt.Errorf("%w for %s (%d rounds queued): %w", ErrNotCommitting,
 		time.Since(f.failedAt).Round(time.Millisecond), len(f.rounds), f.failing)
 }
+
+// countOverflows refreshes the count of stored totals beyond int64, once
+// the schema is there.
+func (f *Flusher) countOverflows(ctx context.Context) {
+	if !f.prepared && f.opts.Prepare != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	n, err := f.store.Overflows(ctx)
+	if err != nil {
+		f.opts.Logger.Debug("count totals beyond int64", "err", err)
+		return
+	}
+	if n > 0 && f.overflowed.Load() != n {
+		f.opts.Logger.Warn("stored totals beyond int64: GET of these keys is an error until they come back in range (see counter_overflows)", "keys", n)
+	}
+	f.overflowed.Store(n)
+}
+
+// Overflowed returns how many keys had a stored total beyond int64 at the
+// last check.
+func (f *Flusher) Overflowed() int64 { return f.overflowed.Load() }
 
 // backoff is capped exponential backoff with full jitter.
 func backoff(attempt int) time.Duration {

@@ -18,6 +18,8 @@ type bufferMetrics struct {
 func newBufferMetrics(set *metrics.Set, b *Buffer) *bufferMetrics {
 	set.NewGauge(`counterd_pending_keys`, func() float64 { return float64(b.PendingKeys()) })
 	set.NewGauge(`counterd_queued_rounds`, func() float64 { return float64(b.QueuedRounds()) })
+	// Keys whose stored total is beyond int64 (counter_overflows).
+	set.NewGauge(`counterd_overflowed_keys`, func() float64 { return float64(b.flusher.Overflowed()) })
 	return &bufferMetrics{
 		accepted:       set.NewCounter(`counterd_increments_accepted_total`),
 		rejected:       set.NewCounter(`counterd_increments_rejected_total`),

@@ -116,3 +116,13 @@ CROSS JOIN LATERAL (
         SELECT cs.count, cs.variance FROM counter_slots cs WHERE cs.key = k.key
     ) AS parts
 ) AS e`
+
+// Overflows returns how many keys have a rolled-up total beyond int64
+// (the counter_overflows view, an index scan of a partial index).
+func (s *Store) Overflows(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM counter_overflows`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count totals beyond int64: %w", err)
+	}
+	return n, nil
+}
