@@ -10,16 +10,6 @@ import (
 	"github.com/counterd/counterd/internal/resp"
 )
 
-// session is one connection's state between reads.
-type session struct {
-	s   *Server
-	out []byte
-	// group holds the run of increments read since the last other
-	// command; they are journaled as one record and answered together.
-	group []journal.Item
-	errs  []error
-}
-
 // endGroup accepts the pending group and appends its replies, in order.
 func (c *session) endGroup(ctx context.Context) {
 	if len(c.group) == 0 {
