@@ -7,7 +7,20 @@ cd "$(dirname "$0")/.."
 
 . scripts/database.sh
 use_database DATABASE_URL
-export COUNTERD_SOCKET=${COUNTERD_SOCKET:-/tmp/counterd.sock}
+# counterd's default socket (config.SocketRule), spelled out so this script
+# can wait for it and print it: a directory only this user can write.
+if [[ -z ${COUNTERD_SOCKET:-} ]]; then
+	if [[ ${XDG_RUNTIME_DIR:-} == /* ]]; then
+		COUNTERD_SOCKET=$XDG_RUNTIME_DIR/counterd/counterd.sock
+	elif [[ $(id -u) == 0 ]]; then
+		COUNTERD_SOCKET=/run/counterd/counterd.sock
+	else
+		tmp=/tmp
+		if [[ ${TMPDIR:-} == /* ]]; then tmp=${TMPDIR%/}; fi
+		COUNTERD_SOCKET=$tmp/counterd-$(id -u)/counterd.sock
+	fi
+fi
+export COUNTERD_SOCKET
 export COUNTERD_JOURNAL_DIR=${COUNTERD_JOURNAL_DIR:-$PWD/.journal}
 # Fold often, so the demo shows slot rows moving into counters.
 export ROLLUP_SCHEDULE=${ROLLUP_SCHEDULE:-@every 10s}

@@ -30,11 +30,15 @@ type daemon struct {
 	socket  string
 	journal string
 	env     []string
+	// wrap, when set, runs the binary through this command line (such as
+	// sh -c 'ulimit -n 64; exec "$0"'), with the binary as its last word.
+	wrap []string
 
-	mu     sync.Mutex
-	stderr strings.Builder
-	exited chan struct{}
-	err    error
+	mu      sync.Mutex
+	stderr  strings.Builder
+	changed chan struct{} // closed and replaced at each new log line
+	exited  chan struct{}
+	err     error
 }
 
 // shortDir returns a directory whose path is short enough for a Unix
@@ -53,6 +57,15 @@ func shortDir(t testing.TB) string {
 // once it logs that it is ready.
 func startDaemon(t testing.TB, db *pgtest.DB, extra ...string) *daemon {
 	t.Helper()
+	d := newDaemon(t, db, extra...)
+	d.start()
+	t.Cleanup(d.kill)
+	return d
+}
+
+// newDaemon returns a daemon with startDaemon's settings, not started.
+func newDaemon(t testing.TB, db *pgtest.DB, extra ...string) *daemon {
+	t.Helper()
 	dir := shortDir(t)
 	d := &daemon{t: t, socket: filepath.Join(dir, "c.sock"), journal: filepath.Join(dir, "journal")}
 	d.env = append([]string{
@@ -65,14 +78,24 @@ func startDaemon(t testing.TB, db *pgtest.DB, extra ...string) *daemon {
 		// Tests count exactly unless they ask for sampling.
 		"COUNTERD_HOT_STRATEGY=exact",
 	}, extra...)
-	d.start()
-	t.Cleanup(d.kill)
 	return d
 }
 
 func (d *daemon) start() {
 	d.t.Helper()
+	if !d.launch() {
+		d.t.Fatalf("counterd exited before it was ready: %v\n%s", d.err, d.log())
+	}
+}
+
+// launch starts the process and reports whether it became ready (false:
+// it exited first).
+func (d *daemon) launch() bool {
+	d.t.Helper()
 	d.cmd = exec.Command(binary)
+	if len(d.wrap) > 0 {
+		d.cmd = exec.Command(d.wrap[0], append(d.wrap[1:], binary)...)
+	}
 	d.cmd.Env = d.env
 	d.cmd.Stdout = io.Discard
 	// If the test binary dies (a timeout panic), the daemon dies with it.
@@ -80,6 +103,9 @@ func (d *daemon) start() {
 	pr, pw := io.Pipe()
 	d.cmd.Stderr = pw
 	d.exited = make(chan struct{})
+	d.mu.Lock()
+	d.changed = make(chan struct{})
+	d.mu.Unlock()
 	if err := d.cmd.Start(); err != nil {
 		d.t.Fatal(err)
 	}
@@ -90,6 +116,8 @@ func (d *daemon) start() {
 		for sc.Scan() {
 			d.mu.Lock()
 			d.stderr.WriteString(sc.Text() + "\n")
+			close(d.changed)
+			d.changed = make(chan struct{})
 			d.mu.Unlock()
 			if strings.Contains(sc.Text(), "counterd ready") {
 				once.Do(func() { close(ready) })
@@ -103,11 +131,35 @@ func (d *daemon) start() {
 	}()
 	select {
 	case <-ready:
+		return true
 	case <-d.exited:
-		d.t.Fatalf("counterd exited before it was ready: %v\n%s", d.err, d.log())
+		return false
 	case <-time.After(30 * time.Second):
 		d.kill()
 		d.t.Fatalf("counterd not ready after 30s\n%s", d.log())
+	}
+	return false
+}
+
+// waitLog waits until the log contains substr, the process exits or
+// timeout passes, and reports whether the log contains substr.
+func (d *daemon) waitLog(substr string, timeout time.Duration) bool {
+	deadline := time.After(timeout)
+	for {
+		d.mu.Lock()
+		found := strings.Contains(d.stderr.String(), substr)
+		changed := d.changed
+		d.mu.Unlock()
+		if found {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-d.exited:
+			return strings.Contains(d.log(), substr)
+		case <-deadline:
+			return false
+		}
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/server"
 	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/socket"
 )
 
 // usageError is a bad command line or setting: exit code 2.
@@ -134,18 +135,21 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	hot := hotness.New(hotness.Options{HotRate: cfg.HotRate, Target: cfg.HotTarget, MaxN: cfg.HotMaxN})
 	defer hot.Close()
 	srv := server.New(buf, server.Options{
-		Timeout:   cfg.FlushTimeout,
-		AckCommit: cfg.Ack == "commit",
-		Hot:       hot,
-		Sample:    cfg.HotStrategy == "sample",
-		Logger:    log,
-		Metrics:   set,
+		Timeout:         cfg.FlushTimeout,
+		AckCommit:       cfg.Ack == "commit",
+		Hot:             hot,
+		Sample:          cfg.HotStrategy == "sample",
+		MaxConns:        cfg.MaxConns,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		Logger:          log,
+		Metrics:         set,
 	})
 
-	ln, err := server.Listen(cfg.Socket, cfg.SocketMode.FileMode())
+	ln, err := socket.Listen(cfg.Socket, cfg.SocketMode.FileMode())
 	if err != nil {
-		return err
+		return fmt.Errorf("COUNTERD_SOCKET: %w", err)
 	}
+	defer ln.Close() // Serve closes it on shutdown; this covers early returns
 	if cfg.MetricsAddr != config.MetricsOff {
 		ready := func(ctx context.Context) (string, error) {
 			var note string

@@ -31,13 +31,23 @@ type Validator interface {
 	Validate() error
 }
 
-// Load parses environ (KEY=VALUE pairs, as os.Environ returns) into a T and
-// validates it.
+// resolver is implemented by configs whose defaults depend on the
+// environment (which caarlos0/env's static defaults cannot express).
+type resolver interface {
+	resolve(env map[string]string)
+}
+
+// Load parses environ (KEY=VALUE pairs, as os.Environ returns) into a T,
+// resolves defaults that depend on the environment, and validates it.
 func Load[T any](environ []string) (T, error) {
 	var cfg T
-	err := env.ParseWithOptions(&cfg, env.Options{Environment: env.ToMap(environ)})
+	vars := env.ToMap(environ)
+	err := env.ParseWithOptions(&cfg, env.Options{Environment: vars})
 	if err != nil {
 		return cfg, oneLine(&cfg, err)
+	}
+	if r, ok := any(&cfg).(resolver); ok {
+		r.resolve(vars)
 	}
 	if v, ok := any(&cfg).(Validator); ok {
 		if err := v.Validate(); err != nil {
@@ -85,6 +95,7 @@ func varOf(cfg any, field string) string {
 }
 
 // Usage writes a table of every variable T reads, with default and help.
+// A field's defaultDoc tag names a default that is resolved at load time.
 func Usage[T any](w io.Writer) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "VARIABLE\tDEFAULT\tMEANING")
@@ -97,6 +108,8 @@ func Usage[T any](w io.Writer) {
 		}
 		def, ok := f.Tag.Lookup("envDefault")
 		switch {
+		case f.Tag.Get("defaultDoc") != "":
+			def = f.Tag.Get("defaultDoc")
 		case strings.Contains(opts, "required"):
 			def = "(required)"
 		case !ok || def == "":

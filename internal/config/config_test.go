@@ -40,6 +40,7 @@ func TestLoadCounterd(t *testing.T) {
 	f([]string{db, "COUNTERD_LOG_LEVEL=loud"}, "COUNTERD_LOG_LEVEL")
 	f([]string{db, "COUNTERD_LOG_FORMAT=xml"}, "COUNTERD_LOG_FORMAT")
 	f([]string{db, "COUNTERD_SOCKET=/" + strings.Repeat("a", 120)}, "COUNTERD_SOCKET")
+	f([]string{db, "COUNTERD_MAX_CONNS=0"}, "COUNTERD_MAX_CONNS")
 }
 
 func TestDefaults(t *testing.T) {
@@ -96,9 +97,58 @@ func TestUsageListsEveryVariable(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
 	config.Usage[config.Counterd](&b)
-	for _, v := range []string{"DATABASE_URL", "COUNTERD_SOCKET", "COUNTERD_METRICS_ADDR", "COUNTERD_FLUSH_INTERVAL", "(required)", "127.0.0.1:9464"} {
+	for _, v := range []string{"DATABASE_URL", "COUNTERD_SOCKET", "COUNTERD_METRICS_ADDR", "COUNTERD_FLUSH_INTERVAL", "(required)", "127.0.0.1:9464", "COUNTERD_MAX_CONNS", config.SocketRule} {
 		if !strings.Contains(b.String(), v) {
 			t.Errorf("usage lacks %q:\n%s", v, b.String())
 		}
+	}
+}
+
+func TestDefaultSocket(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		env  map[string]string
+		uid  int
+		want string
+	}{
+		{map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000"}, 1000, "/run/user/1000/counterd/counterd.sock"},
+		{map[string]string{"XDG_RUNTIME_DIR": "/run/user/0"}, 0, "/run/user/0/counterd/counterd.sock"},
+		{map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000", "TMPDIR": "/var/tmp"}, 1000, "/run/user/1000/counterd/counterd.sock"},
+		{nil, 0, "/run/counterd/counterd.sock"},
+		{map[string]string{"TMPDIR": "/var/tmp"}, 0, "/run/counterd/counterd.sock"},
+		{nil, 1000, "/tmp/counterd-1000/counterd.sock"},
+		{map[string]string{"TMPDIR": "/var/tmp/"}, 1000, "/var/tmp/counterd-1000/counterd.sock"},
+		{map[string]string{"XDG_RUNTIME_DIR": "", "TMPDIR": ""}, 42, "/tmp/counterd-42/counterd.sock"},
+		// Relative values are not trusted (the XDG spec requires absolute).
+		{map[string]string{"XDG_RUNTIME_DIR": "run", "TMPDIR": "tmp"}, 42, "/tmp/counterd-42/counterd.sock"},
+	}
+	for _, tt := range tests {
+		if got := config.DefaultSocket(tt.env, tt.uid); got != tt.want {
+			t.Errorf("DefaultSocket(%v, %d): got %q; want %q", tt.env, tt.uid, got, tt.want)
+		}
+	}
+}
+
+// COUNTERD_SOCKET overrides the rule; empty or unset means the rule.
+func TestSocketResolved(t *testing.T) {
+	t.Parallel()
+	f := func(env []string, want string) {
+		t.Helper()
+		c, err := config.Load[config.Counterd](append([]string{"DATABASE_URL=postgres://x/y"}, env...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Socket != want {
+			t.Fatalf("env %v: socket %q; want %q", env, c.Socket, want)
+		}
+	}
+	f([]string{"XDG_RUNTIME_DIR=/run/user/7"}, "/run/user/7/counterd/counterd.sock")
+	f([]string{"XDG_RUNTIME_DIR=/run/user/7", "COUNTERD_SOCKET="}, "/run/user/7/counterd/counterd.sock")
+	f([]string{"XDG_RUNTIME_DIR=/run/user/7", "COUNTERD_SOCKET=/srv/c.sock"}, "/srv/c.sock")
+	f([]string{"XDG_RUNTIME_DIR=/" + strings.Repeat("r", 20)}, "/"+strings.Repeat("r", 20)+"/counterd/counterd.sock")
+	_, err := config.Load[config.Counterd]([]string{"DATABASE_URL=postgres://x/y", "XDG_RUNTIME_DIR=/" + strings.Repeat("r", 100)})
+	var cerr *config.Error
+	if !errors.As(err, &cerr) || cerr.Var != "COUNTERD_SOCKET" {
+		t.Fatalf("a resolved path too long: got %v; want an error naming COUNTERD_SOCKET", err)
 	}
 }

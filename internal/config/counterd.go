@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/counterd/counterd/internal/journal"
@@ -14,7 +15,8 @@ const MetricsOff = "off"
 // Counterd is the daemon's configuration.
 type Counterd struct {
 	DatabaseURL string `env:"DATABASE_URL,required,notEmpty" help:"PostgreSQL connection URL (never logged)"`
-	Socket      string `env:"COUNTERD_SOCKET" envDefault:"/tmp/counterd.sock" help:"Unix socket to listen on (created mode 0600)"`
+	// No static default: see SocketRule, resolved by Load.
+	Socket string `env:"COUNTERD_SOCKET" defaultDoc:"(by rule)" help:"Unix socket to listen on, in a directory only counterd's user can write; default $XDG_RUNTIME_DIR/counterd/counterd.sock if XDG_RUNTIME_DIR is set, else /run/counterd/counterd.sock as root, else ${TMPDIR:-/tmp}/counterd-<uid>/counterd.sock"`
 	// 0600 because anyone who can write the socket can change counts.
 	SocketMode Mode `env:"COUNTERD_SOCKET_MODE" envDefault:"0600" help:"permission bits of the socket, octal"`
 	// "off" rather than empty, because env takes the default for an
@@ -49,9 +51,22 @@ type Counterd struct {
 	Writers    int `env:"COUNTERD_WRITERS" envDefault:"2" help:"most transactions one flush round is split into (one per 2,000 keys), written at once (1..16)"`
 	DBMaxConns int `env:"COUNTERD_DB_MAX_CONNS" envDefault:"8" help:"PostgreSQL connections in the pool"`
 
-	ShutdownTimeout time.Duration `env:"COUNTERD_SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long to keep retrying the final flush"`
+	// 10,000 is Redis's maxclients default. An idle connection costs a
+	// goroutine, a file descriptor and a few KiB of buffers; the limit
+	// keeps a leaking client from exhausting descriptors (which stops
+	// accept for everyone) or memory, far above what one app host needs.
+	MaxConns int `env:"COUNTERD_MAX_CONNS" envDefault:"10000" help:"most client connections; past it a new one gets -ERR max number of clients reached and is closed"`
+
+	ShutdownTimeout time.Duration `env:"COUNTERD_SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long connections may take to answer what they already sent (then they are closed), and then how long to keep retrying the final flush"`
 	LogLevel        slog.Level    `env:"COUNTERD_LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
 	LogFormat       string        `env:"COUNTERD_LOG_FORMAT" envDefault:"text" help:"text or json"`
+}
+
+// resolve fills the socket path when COUNTERD_SOCKET is empty.
+func (c *Counterd) resolve(env map[string]string) {
+	if c.Socket == "" {
+		c.Socket = DefaultSocket(env, os.Geteuid())
+	}
 }
 
 // Validate checks ranges env cannot express.
@@ -85,6 +100,8 @@ func (c *Counterd) Validate() error {
 		return &Error{"COUNTERD_WRITERS", "must be 1..16"}
 	case c.DBMaxConns <= c.Writers:
 		return &Error{"COUNTERD_DB_MAX_CONNS", "must exceed COUNTERD_WRITERS, so reads get a connection while a round is written"}
+	case c.MaxConns < 1:
+		return &Error{"COUNTERD_MAX_CONNS", "must be at least 1"}
 	case c.ShutdownTimeout <= 0:
 		return &Error{"COUNTERD_SHUTDOWN_TIMEOUT", "must be positive"}
 	}

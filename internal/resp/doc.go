@@ -28,6 +28,8 @@
 //
 // Draining the buffer before reading again is what batches the replies of a
 // pipelining client (redis-benchmark -P, go-redis pipelines) into one write.
+// (counterd's server also writes early once the replies pass a bound, so a
+// burst of commands with large replies does not pile up in memory.)
 //
 // Two request forms are accepted, as in Redis. Multibulk requests
 // ("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n") are what every client library sends.

@@ -31,6 +31,7 @@ type Reader struct {
 	rd   io.Reader
 	buf  []byte // len(buf) == cap(buf); bytes in buf[r:w] are unconsumed
 	r, w int
+	size int   // the buffer's starting size, given back to once drained
 	err  error // sticky *ProtocolError: the stream cannot be resynchronised
 	rerr error // read error that came with bytes; returned by the next Fill
 
@@ -52,12 +53,13 @@ type Reader struct {
 // span locates one bulk string, relative to the start of its command.
 type span struct{ start, end int }
 
-// NewReader returns a Reader of r whose buffer starts at size bytes (64 KiB
-// suits most servers) and grows, up to MaxCommandBytes, only when one
-// command does not fit.
+// NewReader returns a Reader of r whose buffer starts at size bytes and
+// grows, up to MaxCommandBytes, only when one command does not fit. A
+// grown buffer is given back once every buffered byte is consumed, so a
+// server with many idle connections can start them small (4 KiB).
 func NewReader(r io.Reader, size int) *Reader {
 	size = max(size, minBufSize)
-	return &Reader{rd: r, buf: make([]byte, size)}
+	return &Reader{rd: r, buf: make([]byte, size), size: size}
 }
 
 // Buffered reports how many unconsumed bytes are in the buffer, including
@@ -107,7 +109,8 @@ func (r *Reader) Next() (args [][]byte, ok bool, err error) {
 // Fill first moves the unconsumed bytes to the front of the buffer, which
 // invalidates every command returned so far. When they fill the whole buffer
 // it doubles the buffer, up to MaxCommandBytes; past that it returns a
-// *ProtocolError. It allocates only to grow.
+// *ProtocolError. When none are left and the buffer has grown, it goes back
+// to its starting size. It allocates only to grow or shrink.
 func (r *Reader) Fill() error {
 	if r.rerr != nil {
 		return r.rerr
@@ -115,6 +118,9 @@ func (r *Reader) Fill() error {
 	if r.r > 0 {
 		r.w = copy(r.buf, r.buf[r.r:r.w])
 		r.r = 0
+	}
+	if r.w == 0 && len(r.buf) > r.size {
+		r.buf = make([]byte, r.size)
 	}
 	if r.w == len(r.buf) {
 		if len(r.buf) >= MaxCommandBytes {

@@ -304,3 +304,40 @@ func TestNextDoesNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// The buffer grows for one large command and goes back to its starting
+// size once that command is consumed, so an idle connection stays small.
+func TestReaderGrowsAndShrinks(t *testing.T) {
+	t.Parallel()
+	big := "*2\r\n$4\r\nPING\r\n$10000\r\n" + strings.Repeat("x", 10000) + "\r\n"
+	r := NewReader(strings.NewReader(big+"PING\r\n"), 4096)
+	var got []int
+	for range 100 {
+		args, ok, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			got = append(got, len(args))
+			if len(got) == 2 {
+				break
+			}
+			continue
+		}
+		if err := r.Fill(); err != nil {
+			t.Fatalf("Fill: %v", err)
+		}
+	}
+	if len(got) != 2 || got[0] != 2 || got[1] != 1 {
+		t.Fatalf("commands: got %v; want [2 1]", got)
+	}
+	if n := len(r.buf); n < 10000 {
+		t.Fatalf("buffer after a 10 KB command: got %d bytes; want it grown", n)
+	}
+	if err := r.Fill(); err != io.EOF {
+		t.Fatalf("Fill at the end: got %v; want EOF", err)
+	}
+	if n := len(r.buf); n != 4096 {
+		t.Fatalf("buffer once drained: got %d bytes; want 4096", n)
+	}
+}

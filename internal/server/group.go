@@ -5,21 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/resp"
 )
-
-// session is one connection's state between reads.
-type session struct {
-	s   *Server
-	out []byte
-	// group holds the run of increments read since the last other
-	// command; they are journaled as one record and answered together.
-	group []change.Change
-	errs  []error
-}
 
 // endGroup accepts the pending group and appends its replies, in order.
 func (c *session) endGroup(ctx context.Context) {
@@ -57,6 +46,12 @@ func (c *session) endGroup(ctx context.Context) {
 // time under COUNTERD_ACK=commit.
 var errNotCommitted = errors.New("not confirmed committed")
 
+// errNotDurable is an accepted group, appended to the journal and folded
+// into the pending buffer, whose fsync was not confirmed in time or failed
+// (COUNTERD_FSYNC=always). It will be counted, so the client must not
+// retry it.
+var errNotDurable = errors.New("not confirmed durable")
+
 // confirm waits for what the acknowledgement mode promises.
 func (s *Server) confirm(ctx context.Context, t pending.Ticket) error {
 	waitCommit := s.opts.AckCommit && t.Recorded > 0
@@ -66,7 +61,10 @@ func (s *Server) confirm(ctx context.Context, t pending.Ticket) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	if err := s.buf.WaitDurable(ctx, t); err != nil {
-		return fmt.Errorf("journal fsync: %w", err)
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w within %s", errNotDurable, s.opts.Timeout)
+		}
+		return fmt.Errorf("%w: fsync failed: %w", errNotDurable, err)
 	}
 	if waitCommit {
 		if err := s.buf.WaitCommitted(ctx, t.Seq); err != nil {
@@ -82,6 +80,11 @@ func groupError(err error) string {
 		return "BUSY journal full of unflushed increments (database unreachable?); nothing accepted, back off and retry"
 	case errors.Is(err, errNotCommitted):
 		return "TIMEOUT increment journaled but " + err.Error() + "; it will be committed when the database answers"
+	case errors.Is(err, errNotDurable):
+		// AddGroup succeeded: the record is in the journal and the
+		// pending buffer, so "nothing accepted" would make a retry count
+		// twice.
+		return "TIMEOUT increment journaled but " + err.Error() + "; it is accepted and will be counted, do not retry"
 	}
 	return "ERR journal write failed, nothing accepted: " + err.Error()
 }

@@ -8,6 +8,8 @@ type serverMetrics struct {
 	commands        *metrics.Counter
 	commandErrors   *metrics.Counter
 	protocolErrors  *metrics.Counter
+	acceptErrors    *metrics.Counter
+	refused         *metrics.Counter
 }
 
 func newServerMetrics(set *metrics.Set, s *Server) serverMetrics {
@@ -21,5 +23,7 @@ func newServerMetrics(set *metrics.Set, s *Server) serverMetrics {
 		commands:        set.NewCounter(`counterd_commands_total`),
 		commandErrors:   set.NewCounter(`counterd_command_errors_total`),
 		protocolErrors:  set.NewCounter(`counterd_protocol_errors_total`),
+		acceptErrors:    set.NewCounter(`counterd_accept_errors_total`),
+		refused:         set.NewCounter(`counterd_connections_refused_total`),
 	}
 }

@@ -2,21 +2,15 @@ package server
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/counterd/counterd/internal/hotness"
 	"github.com/counterd/counterd/internal/pending"
-	"github.com/counterd/counterd/internal/resp"
 )
 
 // Options configure a Server.
@@ -31,9 +25,19 @@ type Options struct {
 	Hot *hotness.Classifier
 	// Sample records hot keys' increments probabilistically; otherwise
 	// Hot only feeds the HOT command.
-	Sample  bool
-	Logger  *slog.Logger
-	Metrics *metrics.Set
+	Sample bool
+	// MaxConns is the most connections served at once (default 10000);
+	// past it a new connection gets an error reply and is closed.
+	MaxConns int
+	// ShutdownTimeout bounds how long Serve waits, once its context ends,
+	// for connections to answer what they already read; then it closes
+	// them (default 30s).
+	ShutdownTimeout time.Duration
+	// WriteTimeout bounds one write of replies, so a client that stops
+	// reading cannot hold its connection forever (default 30s).
+	WriteTimeout time.Duration
+	Logger       *slog.Logger
+	Metrics      *metrics.Set
 }
 
 // Server serves connections on one listener.
@@ -41,9 +45,10 @@ type Server struct {
 	buf  *pending.Buffer
 	opts Options
 
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	closing bool // set once Serve's context ends; guarded by mu
+	wg      sync.WaitGroup
 
 	m serverMetrics
 }
@@ -52,6 +57,15 @@ type Server struct {
 func New(buf *pending.Buffer, opts Options) *Server {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = 10000
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = 30 * time.Second
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 30 * time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -64,73 +78,69 @@ func New(buf *pending.Buffer, opts Options) *Server {
 	return s
 }
 
-// Listen creates a Unix socket at path with permission mode. A stale socket
-// left by a dead daemon is replaced; a live one is an error. The socket is
-// created under a umask that already denies what mode denies, so it is
-// never briefly more open than asked.
-func Listen(path string, mode os.FileMode) (net.Listener, error) {
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("listen %s: exists and is not a socket", path)
-		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("listen %s: another process is serving this socket", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("remove stale socket: %w", err)
-		}
-	}
-	old := syscall.Umask(int(^mode & 0o777))
-	ln, err := net.Listen("unix", path)
-	syscall.Umask(old)
-	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", path, err)
-	}
-	if err := os.Chmod(path, mode); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("chmod socket: %w", err)
-	}
-	return ln, nil
-}
-
-// Serve accepts connections until ctx ends, then closes the listener, ends
-// every connection after the replies to what it already read, and returns
-// once all of them are done. Only then may the caller flush and exit.
+// Serve accepts connections until ctx ends. Then it stops accepting,
+// wakes idle readers, and lets every connection answer the commands it
+// already read (with a context that ctx's end does not cancel) before
+// closing it. Connections still open ShutdownTimeout after ctx ended are
+// closed. Serve returns once every connection is done; only then may the
+// caller flush and exit. Accept errors such as running out of file
+// descriptors are retried, not returned.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	connCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
+	defer hardStop()
 	stop := context.AfterFunc(ctx, func() {
-		ln.Close()
-		s.mu.Lock()
-		for c := range s.conns {
-			// Wake the reader; the connection finishes its batch and exits.
-			_ = c.SetReadDeadline(time.Now())
-		}
-		s.mu.Unlock()
+		s.opts.Logger.Info("shutting down: stopped accepting; connections answer what they already sent",
+			"connections", s.Conns(), "timeout", s.opts.ShutdownTimeout)
+		s.shutdown(ln)
 	})
 	defer stop()
-	var err error
-	for {
-		var c net.Conn
-		c, err = ln.Accept()
-		if err != nil {
-			break
-		}
-		s.mu.Lock()
-		if ctx.Err() != nil {
-			s.mu.Unlock()
-			c.Close()
-			continue
-		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
-		s.mu.Unlock()
-		go s.serveConn(ctx, c)
+
+	err := s.acceptLoop(ctx, connCtx, ln)
+	if err != nil {
+		s.shutdown(ln) // the listener broke: drain as for a shutdown
 	}
-	s.wg.Wait()
-	if ctx.Err() != nil {
-		return nil
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	t := time.NewTimer(s.opts.ShutdownTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.opts.Logger.Warn("closing connections still open after the shutdown timeout",
+			"connections", s.Conns(), "timeout", s.opts.ShutdownTimeout)
+		hardStop()
+		s.closeAll()
+		<-done
 	}
-	return fmt.Errorf("accept: %w", err)
+	return err
+}
+
+// shutdown stops accepting and wakes every connection blocked in a read,
+// so it answers what it has and ends. It is idempotent.
+func (s *Server) shutdown(ln net.Listener) {
+	s.mu.Lock()
+	s.closing = true
+	for c := range s.conns {
+		_ = c.SetReadDeadline(time.Now())
+	}
+	s.mu.Unlock()
+	ln.Close()
+}
+
+// closeAll ends every connection at once, whatever it is doing.
+func (s *Server) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.Close()
+	}
+}
+
+// draining reports whether Serve is shutting down.
+func (s *Server) draining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
 }
 
 // Conns reports how many connections are open.
@@ -138,60 +148,4 @@ func (s *Server) Conns() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.conns)
-}
-
-func (s *Server) serveConn(ctx context.Context, c net.Conn) {
-	defer s.wg.Done()
-	defer func() {
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-		c.Close()
-	}()
-	if err := s.session(ctx, c); err != nil {
-		s.opts.Logger.Debug("connection ended", "err", err)
-	}
-}
-
-// errQuit ends a session after its replies are written.
-var errQuit = errors.New("client quit")
-
-func (s *Server) session(ctx context.Context, c net.Conn) error {
-	rd := resp.NewReader(c, 64<<10)
-	sess := &session{s: s, out: make([]byte, 0, 64<<10)}
-	for {
-		var quit error
-		for quit == nil {
-			args, ok, err := rd.Next()
-			if err != nil {
-				s.m.protocolErrors.Inc()
-				sess.endGroup(ctx)
-				sess.out = resp.AppendError(sess.out, "ERR "+err.Error())
-				quit = err
-				break
-			}
-			if !ok {
-				break
-			}
-			quit = sess.exec(ctx, args)
-		}
-		// Increments are acknowledged only after they are journaled, and
-		// before their keys, which alias the read buffer, are overwritten.
-		sess.endGroup(ctx)
-		if out := sess.out; len(out) > 0 {
-			if _, err := c.Write(out); err != nil {
-				return fmt.Errorf("write replies: %w", err)
-			}
-			sess.out = out[:0]
-		}
-		if quit != nil {
-			return quit
-		}
-		if err := rd.Fill(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return fmt.Errorf("read: %w", err)
-		}
-	}
 }

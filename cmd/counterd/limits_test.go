@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bufio"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/counterd/counterd/internal/pgtest"
+)
+
+// ping sends PING on a fresh connection and checks the reply.
+func ping(t *testing.T, socket string) {
+	t.Helper()
+	c := dialRaw(t, socket)
+	defer c.Close()
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		t.Fatalf("PING: %v", err)
+	}
+	if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || line != "+PONG\r\n" {
+		t.Fatalf("PING: got %q, %v; want +PONG", line, err)
+	}
+}
+
+// Running out of file descriptors makes accept fail; the daemon logs it,
+// keeps running and serves again once descriptors are free.
+func TestAcceptSurvivesFileDescriptorExhaustion(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := newDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=1h")
+	d.wrap = []string{"sh", "-c", `ulimit -n 64 && exec "$0"`}
+	d.start()
+	t.Cleanup(d.kill)
+
+	var conns []net.Conn
+	for i := 0; i < 200 && !strings.Contains(d.log(), "too many open files"); i++ {
+		c, err := net.Dial("unix", d.socket)
+		if err != nil {
+			break // the backlog is full: accept has long been failing
+		}
+		conns = append(conns, c)
+	}
+	failed := d.waitLog("too many open files", 30*time.Second)
+	for _, c := range conns {
+		c.Close()
+	}
+	select {
+	case <-d.exited:
+		t.Fatalf("counterd exited when accept failed: %v\n%s", d.err, d.log())
+	default:
+	}
+	ping(t, d.socket)
+	if !failed {
+		t.Fatalf("accept never failed with %d connections under ulimit -n 64\n%s", len(conns), d.log())
+	}
+	body := httpGet(t, "http://"+d.metricsAddr()+"/metrics")
+	if !strings.Contains(body, "counterd_accept_errors_total") || strings.Contains(body, "counterd_accept_errors_total 0\n") {
+		t.Errorf("/metrics does not count the accept errors")
+	}
+	d.stop()
+}
+
+// Past COUNTERD_MAX_CONNS a new connection gets Redis's error and is
+// closed; the connections already open keep working.
+func TestMaxConnsRefused(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db, "COUNTERD_MAX_CONNS=2")
+	var open []*bufio.ReadWriter
+	for range 2 {
+		c := dialRaw(t, d.socket)
+		rw := bufio.NewReadWriter(bufio.NewReader(c), bufio.NewWriter(c))
+		pingOn(t, rw)
+		open = append(open, rw)
+	}
+	c := dialRaw(t, d.socket)
+	_, _ = c.Write([]byte("PING\r\n"))
+	rd := bufio.NewReader(c)
+	if line, err := rd.ReadString('\n'); err != nil || line != "-ERR max number of clients reached\r\n" {
+		t.Fatalf("third connection: got %q, %v; want -ERR max number of clients reached", line, err)
+	}
+	if b, err := rd.ReadByte(); err == nil {
+		t.Fatalf("third connection: read %q after the error; want it closed", b)
+	}
+	for _, rw := range open {
+		pingOn(t, rw)
+	}
+	body := httpGet(t, "http://"+d.metricsAddr()+"/metrics")
+	if !strings.Contains(body, "counterd_connections_refused_total 1\n") {
+		t.Errorf("/metrics lacks counterd_connections_refused_total 1")
+	}
+	d.stop()
+}
+
+func pingOn(t *testing.T, rw *bufio.ReadWriter) {
+	t.Helper()
+	if _, err := rw.WriteString("PING\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := rw.ReadString('\n'); err != nil || line != "+PONG\r\n" {
+		t.Fatalf("PING: got %q, %v; want +PONG", line, err)
+	}
+}

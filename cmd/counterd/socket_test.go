@@ -1,0 +1,112 @@
+package main
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/counterd/counterd/internal/pgtest"
+)
+
+// A second daemon on the same socket path fails with a clear error and
+// leaves the first one's socket alone, even while the first one's accept
+// backlog is full (which made the old dial probe judge it stale).
+func TestSecondDaemonCannotStealSocket(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	first := startDaemon(t, db)
+	if err := first.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = first.cmd.Process.Signal(syscall.SIGCONT) })
+	// A stopped daemon accepts nothing: fill its backlog (somaxconn).
+	var backlog []net.Conn
+	defer func() {
+		for _, c := range backlog {
+			c.Close()
+		}
+	}()
+	full := false
+	for range 70000 {
+		c, err := net.Dial("unix", first.socket)
+		if err != nil {
+			full = true
+			break
+		}
+		backlog = append(backlog, c)
+	}
+	if !full {
+		t.Fatalf("backlog not full after %d connections", len(backlog))
+	}
+
+	second := newDaemon(t, db)
+	second.env = append(second.env, "COUNTERD_SOCKET="+first.socket) // a later value wins
+	if second.launch() {
+		second.kill()
+		t.Fatalf("a second daemon took the socket of a live one (backlog full after %d connections)\n%s", len(backlog), second.log())
+	}
+	if ee, ok := second.err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("second daemon: exit %v; want code 1\n%s", second.err, second.log())
+	}
+	if !strings.Contains(second.log(), "another counterd is serving this socket") || !strings.Contains(second.log(), "COUNTERD_SOCKET") {
+		t.Errorf("second daemon's error does not say the socket is in use:\n%s", second.log())
+	}
+
+	for _, c := range backlog {
+		c.Close()
+	}
+	backlog = nil
+	if err := first.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	ping(t, first.socket)
+	first.stop()
+}
+
+// With COUNTERD_SOCKET unset the socket goes under XDG_RUNTIME_DIR in a
+// directory created 0700; a directory others can write is refused, naming
+// the variable and the directory.
+func TestSocketDirectory(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	runtime := shortDir(t)
+	d := newDaemon(t, db, "COUNTERD_SOCKET=", "XDG_RUNTIME_DIR="+runtime)
+	d.socket = filepath.Join(runtime, "counterd", "counterd.sock")
+	d.start()
+	t.Cleanup(d.kill)
+	fi, err := os.Stat(filepath.Dir(d.socket))
+	if err != nil {
+		t.Fatalf("default socket directory: %v\n%s", err, d.log())
+	}
+	if got := fi.Mode().Perm(); got != 0o700 {
+		t.Errorf("socket directory mode: got %o; want 700", got)
+	}
+	ping(t, d.socket)
+	d.stop()
+	if _, err := os.Stat(d.socket); !os.IsNotExist(err) {
+		t.Errorf("socket left after a clean stop: %v", err)
+	}
+
+	open := filepath.Join(shortDir(t), "open")
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	bad := newDaemon(t, db, "COUNTERD_SOCKET="+filepath.Join(open, "c.sock"))
+	if bad.launch() {
+		bad.kill()
+		t.Fatal("counterd listened in a 0777 directory")
+	}
+	if log := bad.log(); !strings.Contains(log, "COUNTERD_SOCKET") || !strings.Contains(log, open) || !strings.Contains(log, "writable by group or others") {
+		t.Fatalf("error does not name COUNTERD_SOCKET and %s:\n%s", open, log)
+	}
+	if _, err := os.Lstat(filepath.Join(open, "c.sock")); !os.IsNotExist(err) {
+		t.Fatalf("socket created in a 0777 directory: %v", err)
+	}
+}

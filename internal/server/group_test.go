@@ -1,0 +1,58 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/journal"
+	"github.com/counterd/counterd/internal/pending"
+)
+
+func TestGroupError(t *testing.T) {
+	t.Parallel()
+	f := func(err error, wantPrefix string, wantRetry bool) {
+		t.Helper()
+		got := groupError(err)
+		if !strings.HasPrefix(got, wantPrefix) {
+			t.Errorf("groupError(%v): got %q; want prefix %q", err, got, wantPrefix)
+		}
+		if retry := !strings.Contains(got, "do not retry") && !strings.Contains(got, "will be committed"); retry != wantRetry {
+			t.Errorf("groupError(%v): %q invites a retry: %v; want %v", err, got, retry, wantRetry)
+		}
+	}
+	f(fmt.Errorf("append: %w", journal.ErrFull), "BUSY journal full", true)
+	f(errors.New("write: no space left on device"), "ERR journal write failed, nothing accepted", true)
+	f(fmt.Errorf("%w within 10s: deadline", errNotCommitted), "TIMEOUT increment journaled but not confirmed committed", false)
+	f(fmt.Errorf("%w within 10s", errNotDurable), "TIMEOUT increment journaled but not confirmed durable within 10s; it is accepted", false)
+	f(fmt.Errorf("%w: fsync failed: EIO", errNotDurable), "TIMEOUT increment journaled but not confirmed durable: fsync failed", false)
+}
+
+// An fsync that is not confirmed in time under COUNTERD_FSYNC=always comes
+// after the record was appended and folded: the reply must say it is
+// accepted, never "nothing accepted", or a retrying client counts twice.
+func TestFsyncTimeoutReplyAccepted(t *testing.T) {
+	t.Parallel()
+	jr, _, err := journal.Open(journal.Options{Dir: t.TempDir(), Fsync: journal.FsyncAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jr.Close()
+	buf := pending.New(nil, pending.Options{Journal: jr})
+	s := New(buf, Options{})
+	sess := &session{s: s}
+	sess.group = append(sess.group, change.Change{Key: "post:1", Kind: change.Total, Delta: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the wait for the fsync gives up at once
+	sess.endGroup(ctx)
+	got := string(sess.out)
+	if !strings.HasPrefix(got, "-TIMEOUT increment journaled but not confirmed durable") || !strings.Contains(got, "do not retry") {
+		t.Fatalf("reply: got %q; want -TIMEOUT ... accepted ... do not retry", got)
+	}
+	if n := buf.PendingKeys(); n != 1 {
+		t.Fatalf("pending keys: got %d; want 1 (the increment was accepted)", n)
+	}
+}

@@ -1,0 +1,120 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/resp"
+)
+
+// Buffer sizes. An idle connection holds only small buffers; they grow
+// for a large command or a large batch of replies and are given back once
+// drained, so thousands of idle connections cost little.
+const (
+	// readBufSize is the read buffer a connection starts with; resp.Reader
+	// grows it only for a command that does not fit, and shrinks it back
+	// once drained.
+	readBufSize = 4 << 10
+	// outStartSize is the reply buffer a connection starts with: enough
+	// for a few pipelined replies.
+	outStartSize = 512
+	// maxPendingOut is the reply bytes past which replies are written
+	// between commands rather than after the whole batch. The connection
+	// reads nothing more until the write completes, which bounds a
+	// pipelining client's replies in memory (a 64 KiB burst of HOT would
+	// otherwise build hundreds of MB) and pushes back on a client that
+	// does not read.
+	maxPendingOut = 64 << 10
+	// maxKeptOut is the largest reply buffer kept after a write.
+	maxKeptOut = 16 << 10
+)
+
+// session is one connection's state between reads.
+type session struct {
+	s   *Server
+	out []byte
+	// group holds the run of increments read since the last other
+	// command; they are journaled as one record and answered together.
+	group []change.Change
+	errs  []error
+}
+
+// errQuit ends a session after its replies are written.
+var errQuit = errors.New("client quit")
+
+// session answers c's commands until the client quits or disconnects, a
+// protocol error, or shutdown. Each buffered command is answered before
+// reading again; the group of increments is always ended (journaled and
+// folded) before any reply after it is written, and before the read
+// buffer its keys alias is reused.
+func (s *Server) session(ctx context.Context, c net.Conn) error {
+	rd := resp.NewReader(c, readBufSize)
+	sess := &session{s: s, out: make([]byte, 0, outStartSize)}
+	for {
+		var quit error
+		for quit == nil {
+			args, ok, err := rd.Next()
+			if err != nil {
+				s.m.protocolErrors.Inc()
+				sess.endGroup(ctx)
+				sess.out = resp.AppendError(sess.out, "ERR "+err.Error())
+				quit = err
+				break
+			}
+			if !ok {
+				break
+			}
+			quit = sess.exec(ctx, args)
+			if len(sess.out) >= maxPendingOut {
+				sess.endGroup(ctx)
+				if err := sess.write(c); err != nil {
+					return err
+				}
+			}
+		}
+		sess.endGroup(ctx)
+		if err := sess.write(c); err != nil {
+			return err
+		}
+		if quit != nil {
+			return quit
+		}
+		if s.draining() {
+			return nil // what was read is answered; the rest is not ours
+		}
+		if err := rd.Fill(); err != nil {
+			switch {
+			case errors.Is(err, io.EOF):
+				return nil
+			case errors.Is(err, os.ErrDeadlineExceeded) && s.draining():
+				return nil // woken by shutdown
+			}
+			return fmt.Errorf("read: %w", err)
+		}
+	}
+}
+
+// write sends the pending replies under a deadline and empties the
+// buffer, giving a large one back.
+func (c *session) write(conn net.Conn) error {
+	if len(c.out) == 0 {
+		return nil
+	}
+	_ = conn.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
+	_, err := conn.Write(c.out)
+	if cap(c.out) > maxKeptOut {
+		c.out = make([]byte, 0, outStartSize)
+	} else {
+		c.out = c.out[:0]
+	}
+	if err != nil {
+		return fmt.Errorf("write replies: %w", err)
+	}
+	return nil
+}
