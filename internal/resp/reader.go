@@ -16,6 +16,9 @@ const (
 	// maxInline is Redis's PROTO_INLINE_MAX_SIZE: the longest inline line,
 	// not counting its '\n'.
 	maxInline = 64 << 10
+	// pipelineBuf is the most a pipelining client's buffer grows to when
+	// reads keep filling it.
+	pipelineBuf = 64 << 10
 	// minBufSize keeps a tiny requested size from costing a growth step
 	// per byte.
 	minBufSize = 16
@@ -34,6 +37,10 @@ type Reader struct {
 	size int   // the buffer's starting size, given back to once drained
 	err  error // sticky *ProtocolError: the stream cannot be resynchronised
 	rerr error // read error that came with bytes; returned by the next Fill
+	// filled says the last Read filled the buffer, so more is probably
+	// waiting; the buffer then grows, up to pipelineBuf, instead of
+	// shrinking back.
+	filled bool
 
 	args [][]byte // reused for every command
 
@@ -109,8 +116,9 @@ func (r *Reader) Next() (args [][]byte, ok bool, err error) {
 // Fill first moves the unconsumed bytes to the front of the buffer, which
 // invalidates every command returned so far. When they fill the whole buffer
 // it doubles the buffer, up to MaxCommandBytes; past that it returns a
-// *ProtocolError. When none are left and the buffer has grown, it goes back
-// to its starting size. It allocates only to grow or shrink.
+// *ProtocolError. It also doubles the buffer (up to 64 KiB) when the last
+// Read filled it, and goes back to its starting size once no bytes are
+// left and the last Read did not fill it. It allocates only to grow or shrink.
 func (r *Reader) Fill() error {
 	if r.rerr != nil {
 		return r.rerr
@@ -119,7 +127,15 @@ func (r *Reader) Fill() error {
 		r.w = copy(r.buf, r.buf[r.r:r.w])
 		r.r = 0
 	}
-	if r.w == 0 && len(r.buf) > r.size {
+	switch {
+	case r.filled && len(r.buf) < pipelineBuf:
+		// The last read filled the buffer: the client is pipelining
+		// faster than we read, so read more at a time (fewer system
+		// calls, and fewer, larger journal records).
+		buf := make([]byte, min(2*len(r.buf), pipelineBuf))
+		r.w = copy(buf, r.buf[:r.w])
+		r.buf = buf
+	case r.w == 0 && !r.filled && len(r.buf) > r.size:
 		r.buf = make([]byte, r.size)
 	}
 	if r.w == len(r.buf) {
@@ -139,6 +155,7 @@ func (r *Reader) Fill() error {
 			panic("BUG: resp: io.Reader returned an impossible count")
 		}
 		r.w += n
+		r.filled = r.w == len(r.buf)
 		if n > 0 {
 			// Serve the bytes first; the error is for the next Fill.
 			r.rerr = err

@@ -341,3 +341,38 @@ func TestReaderGrowsAndShrinks(t *testing.T) {
 		t.Fatalf("buffer once drained: got %d bytes; want 4096", n)
 	}
 }
+
+// A client pipelining faster than we read fills the buffer read after
+// read; the buffer then grows to 64 KiB so one read takes many commands,
+// and shrinks back once a read no longer fills it.
+func TestReaderGrowsForPipelines(t *testing.T) {
+	t.Parallel()
+	pipeline := strings.Repeat("PING\r\n", 40000) // 240 KB
+	r := NewReader(strings.NewReader(pipeline), 4096)
+	var commands, most int
+	for range 100000 {
+		_, ok, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			commands++
+			continue
+		}
+		most = max(most, len(r.buf))
+		if err := r.Fill(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if commands != 40000 {
+		t.Fatalf("commands: got %d; want 40000", commands)
+	}
+	if most != 64<<10 {
+		t.Fatalf("largest buffer while pipelining: got %d; want %d", most, 64<<10)
+	}
+	if n := len(r.buf); n != 4096 {
+		t.Fatalf("buffer once the pipeline is drained: got %d; want 4096", n)
+	}
+}
