@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"math"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
