@@ -10,6 +10,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"golang.org/x/sys/unix"
 
+	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
 )
 
@@ -44,8 +45,8 @@ func TestAppendENOSPC(t *testing.T) {
 
 	// 300-byte records do not divide a 4 KiB page, so the last one is torn
 	// by a short write before write(2) reports ENOSPC.
-	key := make([]byte, 290)
-	rec := []journal.Item{{Key: key, Delta: 1}}
+	key := string(make([]byte, 290))
+	rec := []change.Change{{Key: key, Kind: change.Total, Delta: 1}}
 	var good journal.Position
 	var records int
 	var err error
@@ -85,7 +86,7 @@ func TestAppendENOSPC(t *testing.T) {
 	if s := segs[0]; s.Records != records || s.Truncated != 0 {
 		t.Errorf("recovered %d records, %d bytes truncated; want %d, 0", s.Records, s.Truncated, records)
 	}
-	if got := segs[0].Deltas[string(key)]; got != int64(records-1) {
+	if got := deltas(segs[0].Changes)[key]; got != int64(records-1) {
 		t.Errorf("sum for the filler key: got %d; want %d", got, records-1)
 	}
 }
