@@ -7,13 +7,16 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/VictoriaMetrics/metrics"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/slots"
 )
@@ -73,7 +76,7 @@ type Buffer struct {
 	// segment is in that segment's round.
 	appendMu sync.Mutex
 	nextSeq  uint64 // without a journal: the seq of the accumulating round
-	scratch  []journal.Item
+	scratch  []change.Change
 	isNew    []bool
 
 	shards []shard
@@ -157,8 +160,8 @@ func New(store Store, opts Options) *Buffer {
 			continue
 		}
 		r := &round{seq: seg.Seq, shards: b.newMaps()}
-		for k, d := range seg.Deltas {
-			r.shards[b.shardOf([]byte(k))][k] = &cell{n: d, v: seg.Vars[k]}
+		for _, c := range seg.Changes { // all of kind Total, the only kind so far
+			r.shards[b.shardOf(c.Key)][c.Key] = &cell{n: c.Delta, v: c.Var}
 		}
 		b.rounds = append(b.rounds, r)
 		b.m.replayedRounds.Inc()
@@ -187,8 +190,8 @@ func (b *Buffer) accumulating() uint64 {
 	return b.nextSeq
 }
 
-func (b *Buffer) shardOf(key []byte) int {
-	return int(maphash.Bytes(b.seed, key) % uint64(len(b.shards)))
+func (b *Buffer) shardOf(key string) int {
+	return int(maphash.String(b.seed, key) % uint64(len(b.shards)))
 }
 
 // Ticket says where an accepted group went: the journal position to wait
@@ -203,7 +206,8 @@ type Ticket struct {
 
 // Add accepts one increment (see AddGroup).
 func (b *Buffer) Add(key []byte, delta int64) error {
-	items := [1]journal.Item{{Key: key, Delta: delta}}
+	// Key aliases key, like a Change on the accept path: add clones it.
+	items := [1]change.Change{{Key: unsafe.String(unsafe.SliceData(key), len(key)), Kind: change.Total, Delta: delta}}
 	var errs [1]error
 	if _, err := b.AddGroup(items[:], errs[:]); err != nil {
 		return err
@@ -216,7 +220,7 @@ func (b *Buffer) Add(key []byte, delta int64) error {
 // appended to the journal as one record and folded into their keys'
 // pending deltas. If the journal append fails, nothing of the group is
 // accepted and the error is returned. len(errs) must be len(items).
-func (b *Buffer) AddGroup(items []journal.Item, errs []error) (Ticket, error) {
+func (b *Buffer) AddGroup(items []change.Change, errs []error) (Ticket, error) {
 	b.appendMu.Lock()
 	defer b.appendMu.Unlock()
 	acc := b.scratch[:0]
@@ -254,11 +258,11 @@ func (b *Buffer) AddGroup(items []journal.Item, errs []error) (Ticket, error) {
 
 // add folds delta into key's pending delta and reports whether the key was
 // new. The caller holds appendMu.
-func (b *Buffer) add(key []byte, delta int64, variance float64) (bool, error) {
+func (b *Buffer) add(key string, delta int64, variance float64) (bool, error) {
 	s := &b.shards[b.shardOf(key)]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.m[string(key)]
+	c := s.m[key]
 	fresh := c == nil
 	if fresh {
 		if b.keys.Load() >= int64(b.opts.MaxPendingKeys) {
@@ -269,12 +273,12 @@ func (b *Buffer) add(key []byte, delta int64, variance float64) (bool, error) {
 			b.Kick()
 		}
 		c = &cell{}
-		s.m[string(key)] = c
+		s.m[strings.Clone(key)] = c // key may alias a connection's read buffer
 	}
 	sum, err := addChecked(c.n, delta)
 	if err != nil {
 		if fresh {
-			delete(s.m, string(key))
+			delete(s.m, key)
 			b.keys.Add(-1)
 		}
 		b.m.rejected.Inc()
@@ -287,15 +291,15 @@ func (b *Buffer) add(key []byte, delta int64, variance float64) (bool, error) {
 
 // undo reverses an add whose journal append failed. The caller holds
 // appendMu, so no swap has moved the key since.
-func (b *Buffer) undo(it journal.Item, isNew bool) {
+func (b *Buffer) undo(it change.Change, isNew bool) {
 	s := &b.shards[b.shardOf(it.Key)]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.m[string(it.Key)]
+	c := s.m[it.Key]
 	c.n -= it.Delta
 	c.v -= it.Var
 	if isNew {
-		delete(s.m, string(it.Key))
+		delete(s.m, it.Key)
 		b.keys.Add(-1)
 	}
 }
@@ -355,7 +359,7 @@ func (b *Buffer) Estimates(ctx context.Context, keys []string) ([]slots.Estimate
 // local is key's pending delta and variance in the shards and every queued
 // round. The caller holds the gate.
 func (b *Buffer) local(key string) (int64, float64, error) {
-	i := b.shardOf([]byte(key))
+	i := b.shardOf(key)
 	s := &b.shards[i]
 	var (
 		sum int64

@@ -7,9 +7,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"unsafe"
 
+	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/hotness"
-	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/resp"
 )
 
@@ -64,8 +65,10 @@ func (c *session) incr(args [][]byte) bool {
 // sample observes one increment event of weight d and, when its key is hot
 // and sampling is on, applies the probabilistic increment: INCRBY k d is
 // one event of weight d, recorded as N·d with probability 1/N.
-func (s *Server) sample(key []byte, d int64) journal.Item {
-	it := journal.Item{Key: key, Delta: d}
+func (s *Server) sample(key []byte, d int64) change.Change {
+	// Key aliases the read buffer, as key did: the group is accepted, and
+	// its keys copied, before the buffer is reused.
+	it := change.Change{Key: unsafe.String(unsafe.SliceData(key), len(key)), Kind: change.Total, Delta: d}
 	if s.opts.Hot == nil {
 		return it
 	}

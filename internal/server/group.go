@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/resp"
@@ -16,7 +17,7 @@ type session struct {
 	out []byte
 	// group holds the run of increments read since the last other
 	// command; they are journaled as one record and answered together.
-	group []journal.Item
+	group []change.Change
 	errs  []error
 }
 
