@@ -1,6 +1,7 @@
 package journal_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -211,4 +212,47 @@ func TestOpenOnFullDisk(t *testing.T) {
 			checkDeltas(t, next, segs[0].Changes, map[string]int64{"k": 2})
 		})
 	}
+}
+
+// A damaged segment that cannot be repaired for want of space is recovered
+// all the same and left as it is, to be repaired by a later Open.
+func TestRepairOnFullDisk(t *testing.T) {
+	t.Parallel()
+	mnt := mountTmpfs(t, "64k")
+	dir := filepath.Join(mnt, "journal")
+	j, _ := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo})
+	appendT(t, j, "a", 1)
+	end := appendT(t, j, "b", 1).Offset
+	appendT(t, j, "c", 1)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := readFile(t, segPath(dir, 1))
+	data[end-1] ^= 1 // the second record's payload
+	writeFile(t, segPath(dir, 1), data)
+	filler := fillUp(t, mnt)
+
+	j, segs := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo})
+	if s := segs[0]; s.Records != 2 || s.Skipped != 1 || s.Bytes != int64(len(data)) {
+		t.Errorf("got %+v; want 2 records, 1 skipped, %d bytes (the file as it is)", s, len(data))
+	}
+	checkDeltas(t, 1, segs[0].Changes, map[string]int64{"a": 1, "c": 1})
+	if got := readFile(t, segPath(dir, 1)); !bytes.Equal(got, data) {
+		t.Errorf("segment changed on a full disk: got %x; want %x", got, data)
+	}
+	if kept, _ := filepath.Glob(filepath.Join(dir, "damaged", "*")); len(kept) != 0 {
+		t.Errorf("damaged/ holds %v; want nothing after a failed repair", kept)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	_, segs = openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo})
+	if s := segs[0]; s.Records != 2 || s.Skipped != 1 || s.Bytes >= int64(len(data)) {
+		t.Errorf("with space: got %+v; want 2 records, 1 skipped, repaired", s)
+	}
+	checkDeltas(t, 1, segs[0].Changes, map[string]int64{"a": 1, "c": 1})
 }

@@ -109,6 +109,7 @@ func TestRoundTrip(t *testing.T) {
 			if pos := appendT(t, j, "d", 1); pos.Seq != 4 {
 				t.Errorf("append after reopen went to segment %d; want 4", pos.Seq)
 			}
+			gen2 := j.Generation()
 			if got, want := j.Bytes(), liveBytes(t, dir, j.Current()); got != want {
 				t.Errorf("Bytes: got %d; want %d on disk", got, want)
 			}
@@ -122,7 +123,11 @@ func TestRoundTrip(t *testing.T) {
 				seqs = append(seqs, s.Seq)
 			}
 			if len(seqs) != 3 || seqs[0] != 2 || seqs[1] != 3 || seqs[2] != 4 {
-				t.Errorf("recovered seqs after Remove: got %v; want [2 3 4]", seqs)
+				t.Fatalf("recovered seqs after Remove: got %v; want [2 3 4]", seqs)
+			}
+			if segs[1].Generation != gen || segs[2].Generation != gen2 {
+				t.Errorf("generations of segments 3 and 4: got %q, %q; want %q, %q, each its writer's",
+					segs[1].Generation, segs[2].Generation, gen, gen2)
 			}
 		})
 	}
@@ -357,4 +362,37 @@ func TestVarianceRoundTrip(t *testing.T) {
 	if d["hot"] != 20 || v["hot"] != 180 || v["cold"] != 0 || d["cold"] != 1 {
 		t.Fatalf("got deltas %v vars %v; want hot 20 (var 180), cold 1 (var 0)", d, v)
 	}
+}
+
+// Append refuses an item that recovery could not read back, and writes
+// nothing.
+func TestAppendRefusesBadItems(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	j, _ := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo})
+	tests := []struct {
+		name string
+		c    change.Change
+		want string
+	}{
+		{"kind 0", change.Change{Key: "k", Delta: 1}, "kind 0"},
+		{"kind 9", change.Change{Key: "k", Kind: 9, Delta: 1}, "kind 9"},
+		{"total with a bucket", change.Change{Key: "k", Kind: change.Total, Bucket: 60, Delta: 1}, "bucket 60"},
+		{"negative variance", change.Change{Key: "k", Kind: change.Total, Delta: 1, Var: -1}, "variance"},
+		{"NaN variance", change.Change{Key: "k", Kind: change.Total, Delta: 1, Var: math.NaN()}, "variance"},
+		{"infinite variance", change.Change{Key: "k", Kind: change.Total, Delta: 1, Var: math.Inf(1)}, "variance"},
+	}
+	for _, tt := range tests {
+		good := change.Change{Key: "good", Kind: change.Total, Delta: 1}
+		if _, err := j.Append([]change.Change{good, tt.c}); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Append: got %v; want an error saying %q", tt.name, err, tt.want)
+		}
+	}
+	if got := fileSize(t, segPath(dir, 1)); got != headerSize {
+		t.Errorf("segment size after refused appends: got %d; want %d", got, headerSize)
+	}
+	if got := j.Bytes(); got != headerSize {
+		t.Errorf("Bytes after refused appends: got %d; want %d", got, headerSize)
+	}
+	appendT(t, j, "k", 1)
 }
