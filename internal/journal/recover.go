@@ -95,7 +95,11 @@ func recoverSegment(dir string, seq uint64, gen [generationSize]byte, log *slog.
 		if _, err := io.ReadFull(br, h[:headerPrefixSize]); err != nil {
 			return seg, fmt.Errorf("recover segment %s: read header: %w", path, err)
 		}
-		if hsize, version, err = headerSize(h); err != nil && size >= v1HeaderSize {
+		// A short file with a bad magic is a header never fully written;
+		// one with the right magic and an unknown version is from a newer
+		// counterd, never to be replaced.
+		hsize, version, err = headerSize(h)
+		if err != nil && (size >= v1HeaderSize || string(h[:4]) == segmentMagic) {
 			return seg, fmt.Errorf("recover segment %s: %w", path, err)
 		}
 	}

@@ -278,6 +278,7 @@ func TestBadHeaderIsAnError(t *testing.T) {
 		{"version 0", 1, header("CNTJ", 0, 1), "version 0"},
 		{"version 3", 1, header("CNTJ", 3, 1), "version 3"},
 		{"version 3 with records", 1, append(v3, record...), "version 3"},
+		{"version 3 shorter than a header", 1, v3[:12], "version 3"},
 		{"name mismatch", 2, header("CNTJ", 1, 1), "header says segment 1"},
 		{"name mismatch v2", 2, header2(1, gen), "header says segment 1"},
 		{"header checksum", 1, badCRC, "header checksum"},
