@@ -125,7 +125,7 @@ func assertJournalEmpty(t *testing.T, dir string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fi.Size() > 16 { // a segment header and no record
+		if fi.Size() > 36 { // a segment header and no record
 			t.Errorf("segment %s holds %d bytes after a graceful stop; want no records", s, fi.Size())
 		}
 	}
@@ -254,12 +254,12 @@ func TestCorruptJournalTail(t *testing.T) {
 		}
 	}
 	// The last segment holding records: the journal keeps the next one
-	// prepared (its 16-byte header only) ahead of the rotation.
+	// prepared (its 36-byte header only) ahead of the rotation.
 	lastSegment := func() string {
 		t.Helper()
 		segs, _ := filepath.Glob(filepath.Join(d.journal, "*.seg"))
 		for i := len(segs) - 1; i >= 0; i-- {
-			if fi, err := os.Stat(segs[i]); err == nil && fi.Size() > 16 {
+			if fi, err := os.Stat(segs[i]); err == nil && fi.Size() > 36 {
 				return segs[i]
 			}
 		}
@@ -284,7 +284,7 @@ func TestCorruptJournalTail(t *testing.T) {
 		t.Fatalf("torn: got %d; want 9 (the 10th record was torn)", got)
 	}
 
-	// Bit-flipped: the 5th of 10 records is damaged; 4 survive.
+	// Bit-flipped: the 5th of 10 records is damaged and skipped; 9 survive.
 	send("flip", 10)
 	d.kill()
 	seg = lastSegment()
@@ -292,7 +292,7 @@ func TestCorruptJournalTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const header, record = 16, 8 + 1 + 1 + 4 + 1 + 1 // "flip", delta 1, variance 0
+	const header, record = 36, 8 + 1 + 1 + 1 + 4 + 1 + 1 + 1 // kind total, "flip", delta 1, variance 0, bucket 0
 	if len(b) != header+10*record {
 		t.Fatalf("segment is %d bytes; want %d (has the record format changed?)", len(b), header+10*record)
 	}
@@ -307,8 +307,8 @@ func TestCorruptJournalTail(t *testing.T) {
 	d.restart()
 	flush(t, d.socket)
 	got := totals(t, db.URL)
-	if got["flip"] != 4 || got["torn"] != 9 {
-		t.Fatalf("after restarts: flip %d, torn %d; want 4 and 9", got["flip"], got["torn"])
+	if got["flip"] != 9 || got["torn"] != 9 {
+		t.Fatalf("after restarts: flip %d, torn %d; want 9 and 9", got["flip"], got["torn"])
 	}
 }
 

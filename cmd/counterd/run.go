@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/counterd/counterd/internal/admin"
-	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/database"
 	"github.com/counterd/counterd/internal/hotness"
@@ -97,7 +96,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		log.Warn("journal disabled (COUNTERD_JOURNAL=false): a crash loses unflushed increments")
 	}
 
-	// With the database up, migrate now and drop segments it already has;
+	// With the database up, migrate now;
 	// without it, serve anyway and let the flusher migrate when it can.
 	migrateUp := func(ctx context.Context) error {
 		_, err := migrate.Up(ctx, pool, log)
@@ -111,11 +110,6 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 			return err
 		}
 		prepare = nil // done; the flusher need not migrate again
-		if jr != nil {
-			if recovered, err = dropCommitted(ctx, store, jr, recovered, log); err != nil {
-				return err
-			}
-		}
 	}
 
 	opts := pending.Options{
@@ -129,7 +123,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	}
 	if jr != nil {
 		opts.Journal = jr // a nil *Journal would be a non-nil interface
-		opts.Identity = slots.Identity{Instance: jr.InstanceID()}
+		opts.Identity = slots.Identity{Instance: jr.InstanceID(), Generation: jr.Generation()}
 	}
 	buf := pending.New(store, opts)
 	hot := hotness.New(hotness.Options{HotRate: cfg.HotRate, Target: cfg.HotTarget, MaxN: cfg.HotMaxN})
@@ -195,32 +189,8 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	return serveErr
 }
 
-// dropCommitted removes recovered segments the database already has (a
-// commit whose acknowledgement was lost before the crash) and returns the
-// rest, so GET does not count them twice until the flusher gets to them.
-func dropCommitted(ctx context.Context, store *slots.Store, jr *journal.Journal, segs []journal.Segment, log *slog.Logger) ([]journal.Segment, error) {
-	if len(segs) == 0 {
-		return segs, nil
-	}
-	last, err := store.LastSeq(ctx, slots.Identity{Instance: jr.InstanceID()})
-	if err != nil {
-		return nil, err
-	}
-	var keep []journal.Segment
-	for _, s := range segs {
-		if s.Seq > last {
-			keep = append(keep, s)
-			continue
-		}
-		if err := jr.Remove(s.Seq); err != nil {
-			return nil, err
-		}
-		log.Info("journal segment already committed; removed", "segment", s.Seq)
-	}
-	return keep, nil
-}
-
-// recoveredRounds turns the journal's recovered segments into rounds.
+// recoveredRounds turns the journal's recovered segments into rounds, each
+// with the identity of the run that wrote it.
 func recoveredRounds(jr *journal.Journal, segs []journal.Segment) []pending.Recovered {
 	var out []pending.Recovered
 	for _, seg := range segs {
@@ -229,13 +199,15 @@ func recoveredRounds(jr *journal.Journal, segs []journal.Segment) []pending.Reco
 			_ = jr.Remove(seg.Seq)
 			continue
 		}
-		r := pending.Recovered{ID: slots.BatchID{Identity: slots.Identity{Instance: jr.InstanceID()}, Seq: seg.Seq}}
-		for k, d := range seg.Deltas {
-			r.Changes = append(r.Changes, change.Change{Key: k, Kind: change.Total, Delta: d, Var: seg.Vars[k]})
-		}
-		out = append(out, r)
+		out = append(out, pending.Recovered{ID: segmentID(jr, seg), Changes: seg.Changes})
 	}
 	return out
+}
+
+// segmentID is the identity of the round a segment holds: this journal's
+// instance, and the generation of the run that wrote the segment.
+func segmentID(jr *journal.Journal, seg journal.Segment) slots.BatchID {
+	return slots.BatchID{Identity: slots.Identity{Instance: jr.InstanceID(), Generation: seg.Generation}, Seq: seg.Seq}
 }
 
 func journalBytes(jr *journal.Journal) int64 {

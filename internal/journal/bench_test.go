@@ -4,14 +4,15 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
 )
 
 // benchItems is a typical record: one connection's pipelined batch.
-func benchItems() []journal.Item {
-	its := make([]journal.Item, 16)
+func benchItems() []change.Change {
+	its := make([]change.Change, 16)
 	for i := range its {
-		its[i] = journal.Item{Key: fmt.Appendf(nil, "post:%d", 1000+i), Delta: 1}
+		its[i] = change.Change{Key: fmt.Sprintf("post:%d", 1000+i), Kind: change.Total, Delta: 1}
 	}
 	return its
 }
@@ -25,7 +26,7 @@ func BenchmarkAppend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.SetBytes(pos.Offset - 16)
+			b.SetBytes(pos.Offset - headerSize)
 			b.ReportAllocs()
 			n := 0
 			for b.Loop() {

@@ -3,6 +3,8 @@ package journal
 import (
 	"errors"
 	"testing"
+
+	"github.com/counterd/counterd/internal/change"
 )
 
 // These tests mark a segment broken by hand: a truncate or fsync that fails
@@ -16,7 +18,7 @@ func TestBrokenSegmentIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	item := []Item{{Key: []byte("k"), Delta: 1}}
+	item := []change.Change{{Key: "k", Kind: change.Total, Delta: 1}}
 	if _, err := j.Append(item); err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +30,7 @@ func TestBrokenSegmentIsReplaced(t *testing.T) {
 	if pos.Seq != 2 {
 		t.Fatalf("Append after the segment broke went to segment %d; want 2", pos.Seq)
 	}
-	if err := j.WaitDurable(t.Context(), Position{Seq: 1, Offset: 28}); err != nil {
+	if err := j.WaitDurable(t.Context(), Position{Seq: 1, Offset: segmentHeaderSize + 15}); err != nil {
 		t.Errorf("WaitDurable on the replaced segment: got %v; want nil", err)
 	}
 	// The round spans segments 1 and 2; Rotate closes the last of them.
@@ -55,7 +57,7 @@ func TestRoundSpanningAnEmptySegmentStillRotates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	item := []Item{{Key: []byte("k"), Delta: 1}}
+	item := []change.Change{{Key: "k", Kind: change.Total, Delta: 1}}
 	if _, err := j.Append(item); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,8 @@ func TestFailedFsyncFailsItsWaiters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	pos, err := j.Append([]Item{{Key: []byte("k"), Delta: 1}})
+	item := []change.Change{{Key: "k", Kind: change.Total, Delta: 1}}
+	pos, err := j.Append(item)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +100,7 @@ func TestFailedFsyncFailsItsWaiters(t *testing.T) {
 	if err := j.WaitDurable(t.Context(), Position{Seq: pos.Seq, Offset: segmentHeaderSize}); err != nil {
 		t.Errorf("WaitDurable before the failure: got %v; want nil", err)
 	}
-	next, err := j.Append([]Item{{Key: []byte("k"), Delta: 1}})
+	next, err := j.Append(item)
 	if err != nil || next.Seq != pos.Seq+1 {
 		t.Fatalf("Append after the failure: got %v, %v; want segment %d", next, err, pos.Seq+1)
 	}

@@ -47,38 +47,48 @@ func lockDir(dir string) (*os.File, error) {
 	return f, nil
 }
 
-// loadInstanceID reads dir/instance-id, creating it on first use. The file
-// is written to a temporary name and renamed so that a crash can never
-// leave a half-written id behind.
-func loadInstanceID(dir string) (string, error) {
+// readInstanceID reads dir/instance-id; ok is false if there is none.
+func readInstanceID(dir string) (id string, ok bool, err error) {
 	path := filepath.Join(dir, instanceIDName)
 	b, err := os.ReadFile(path)
-	if err == nil {
-		id := string(b)
-		if !validInstanceID(id) {
-			return "", fmt.Errorf("%s holds %q, not %d lowercase hex characters", path, b, instanceIDLen)
-		}
-		return id, nil
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
 	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("read instance id: %w", err)
+	if err != nil {
+		return "", false, fmt.Errorf("read instance id: %w", err)
 	}
+	id = string(b)
+	if !validInstanceID(id) {
+		return "", false, fmt.Errorf("%s holds %q, not %d lowercase hex characters", path, b, instanceIDLen)
+	}
+	return id, true, nil
+}
+
+// newInstanceID returns a fresh random instance id.
+func newInstanceID() string {
 	var raw [instanceIDLen / 2]byte
 	rand.Read(raw[:]) // never fails: see crypto/rand.Read
-	id := hex.EncodeToString(raw[:])
+	return hex.EncodeToString(raw[:])
+}
+
+// saveInstanceID writes id to dir/instance-id durably. The file is written
+// to a temporary name and renamed so that a crash can never leave a
+// half-written id behind.
+func saveInstanceID(dir, id string) error {
+	path := filepath.Join(dir, instanceIDName)
 	tmp := path + ".tmp"
 	if err := writeFileSync(tmp, []byte(id)); err != nil {
 		os.Remove(tmp)
-		return "", fmt.Errorf("create instance id: %w", err)
+		return fmt.Errorf("save instance id: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return "", fmt.Errorf("create instance id: %w", err)
+		return fmt.Errorf("save instance id: %w", err)
 	}
 	if err := syncDir(dir); err != nil {
-		return "", fmt.Errorf("create instance id: %w", err)
+		return fmt.Errorf("save instance id: %w", err)
 	}
-	return id, nil
+	return nil
 }
 
 func validInstanceID(id string) bool {

@@ -13,20 +13,54 @@
 // # Files
 //
 // Dir holds LOCK (flocked while a Journal is open), instance-id (32 hex
-// characters, created once) and segments named %020d.seg after their
-// sequence number. A segment starts with a 16-byte header: the magic
-// "CNTJ", a little-endian uint32 version (1) and a little-endian uint64
-// sequence number that must match the file name. Records follow:
+// characters, created once), segments named %020d.seg after their
+// sequence number, and damaged/, where the originals of repaired segments
+// are kept. A segment starts with a 36-byte header: the magic "CNTJ", a
+// little-endian uint32 format version (2), a little-endian uint64
+// sequence number that must match the file name, the 16-byte generation of
+// the Journal that created it, and a little-endian CRC-32C of those 32
+// bytes. Records follow:
 //
 //	uint32 LE payload length | uint32 LE CRC-32C (Castagnoli) of payload | payload
 //	payload = uvarint item count, then per item:
-//	          uvarint key length | key | zigzag varint delta
+//	          kind byte | uvarint key length | key | zigzag varint delta |
+//	          uvarint bits of the float64 variance | zigzag varint bucket (0 for Total)
+//
+// Version 1 segments, from before generations, kinds and buckets, have a
+// 16-byte header (magic, version 1, sequence number) and items without the
+// kind byte and the bucket. They are read as changes of kind Total in
+// bucket 0, and never rewritten to convert them. Any other version, or a
+// record of an unknown kind, makes Open fail and leaves the file alone:
+// a newer counterd wrote it.
+//
+// # Generations
+//
+// Every Open makes a fresh random generation and writes it into each
+// segment it creates. With the instance id and the sequence number it
+// identifies a round, so that rounds written after the directory was
+// restored from an older snapshot, which reuse sequence numbers, are never
+// mistaken for rounds committed before.
+//
+// # Damage
 //
 // One Append is one record, written with one write(2) call. Open validates
-// every record and truncates a segment at the first torn or corrupt one,
-// because every byte after it is suspect; a file shorter than its header
-// (a crash right after it was created) gets its header rewritten and is
-// returned as an empty segment.
+// every record. A record whose length fits in the file but whose checksum
+// or payload is bad is skipped, and the records after it are kept: its
+// length still says where the next one starts. Framing that runs past the
+// end of the file (a torn tail), or a length no record can have, ends the
+// segment there. A damaged segment is never modified in place: the
+// original is hard linked into damaged/, and a copy holding only its good
+// records is fsynced and renamed over it. A file shorter than its header
+// (a crash right after it was created) is replaced the same way by a bare
+// header and returned as an empty segment. If the repair itself fails (a
+// full disk), the segment is recovered all the same and left as it is.
+//
+// # Full disk
+//
+// Open needs no free space: if the new segment or the instance-id file
+// cannot be created, Open still returns the recovered segments, and
+// Append creates them (the instance id first) and fails until it can.
+// Removing committed segments is what frees the disk.
 //
 // # Fsync modes
 //
@@ -45,6 +79,7 @@
 // acknowledged after Append. Power loss or a kernel crash can lose up to
 // about a second of records in everysec, nothing that WaitDurable confirmed
 // in always, and whatever the kernel had not yet written back in no.
-// Recovery never loses a record that was fully written before the first
-// damaged one in its segment.
+// Recovery never loses a good record that was fully written before the
+// first torn or unframeable one in its segment, nor one after a record
+// whose checksum or payload alone is damaged.
 package journal

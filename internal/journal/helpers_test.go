@@ -2,7 +2,9 @@ package journal_test
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"go.uber.org/goleak"
 
+	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
 )
 
@@ -39,10 +42,11 @@ func appendT(t testing.TB, j *journal.Journal, kv ...any) journal.Position {
 	return pos
 }
 
-func items(kv ...any) []journal.Item {
-	var its []journal.Item
+// items returns alternating keys and deltas as changes of kind Total.
+func items(kv ...any) []change.Change {
+	var its []change.Change
 	for i := 0; i < len(kv); i += 2 {
-		its = append(its, journal.Item{Key: []byte(kv[i].(string)), Delta: int64(kv[i+1].(int))})
+		its = append(its, change.Change{Key: kv[i].(string), Kind: change.Total, Delta: int64(kv[i+1].(int))})
 	}
 	return its
 }
@@ -55,11 +59,27 @@ func segPath(dir string, seq uint64) string {
 	return filepath.Join(dir, fmt.Sprintf("%020d.seg", seq))
 }
 
-// header is a segment header, spelled out here to pin the file format.
+// headerSize is the size of a version 2 segment header.
+const headerSize = 36
+
+// header is a segment header, spelled out here to pin the file format: a
+// version 1 header, or the start of a later one.
 func header(magic string, version uint32, seq uint64) []byte {
 	h := []byte(magic)
 	h = binary.LittleEndian.AppendUint32(h, version)
 	return binary.LittleEndian.AppendUint64(h, seq)
+}
+
+// header2 is a whole version 2 segment header: header's fields, the
+// generation and a CRC-32C of them.
+func header2(seq uint64, gen string) []byte {
+	h := header("CNTJ", 2, seq)
+	g, err := hex.DecodeString(gen)
+	if err != nil || len(g) != 16 {
+		panic("BUG: bad generation " + gen)
+	}
+	h = append(h, g...)
+	return binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, crc32.MakeTable(crc32.Castagnoli)))
 }
 
 func fileSize(t testing.TB, path string) int64 {
@@ -100,9 +120,33 @@ func liveBytes(t testing.TB, dir string, current uint64) int64 {
 	return n
 }
 
-func checkDeltas(t testing.TB, seq uint64, got, want map[string]int64) {
+// deltas returns the net delta of each key in changes of kind Total.
+func deltas(changes []change.Change) map[string]int64 {
+	m := make(map[string]int64)
+	for _, c := range changes {
+		if c.Kind != change.Total || c.Bucket != 0 {
+			panic(fmt.Sprintf("BUG: change %+v is not a total", c))
+		}
+		if _, dup := m[c.Key]; dup {
+			panic(fmt.Sprintf("BUG: key %q appears twice", c.Key))
+		}
+		m[c.Key] = c.Delta
+	}
+	return m
+}
+
+// vars returns the summed variance of each key in changes of kind Total.
+func vars(changes []change.Change) map[string]float64 {
+	m := make(map[string]float64)
+	for _, c := range changes {
+		m[c.Key] = c.Var
+	}
+	return m
+}
+
+func checkDeltas(t testing.TB, seq uint64, got []change.Change, want map[string]int64) {
 	t.Helper()
-	if !maps.Equal(got, want) {
-		t.Errorf("segment %d deltas: got %v; want %v", seq, got, want)
+	if !maps.Equal(deltas(got), want) {
+		t.Errorf("segment %d deltas: got %v; want %v", seq, deltas(got), want)
 	}
 }

@@ -58,10 +58,15 @@ type Journal struct {
 	log        *slog.Logger
 	m          journalMetrics
 	instanceID string
+	// idSaved says instance-id is on disk; no segment may be created
+	// before it is, or a restart would commit its rounds under another id.
+	idSaved    bool
+	generation [generationSize]byte
+	first      uint64 // the sequence number of the first segment this Journal creates
 	lock       *os.File
 
 	mu           sync.Mutex
-	cur          *segment
+	cur          *segment         // nil until the first segment could be created
 	spare        *segment         // next segment, created ahead by Seal so Rotate need not wait on disk
 	sealing      []*segment       // rotated out by Rotate, not yet fsynced and closed by Seal
 	live         map[uint64]int64 // bytes of each recovered or rotated segment not yet removed
@@ -89,12 +94,21 @@ const maxKeptBuffer = 1 << 20
 const syncInterval = time.Second
 
 // Open locks and recovers the journal in opts.Dir and starts a new segment
-// for appends, numbered one past the highest recovered. It returns the
-// segments already on disk, sorted by Seq, empty ones included so the
-// caller can Remove them. A damaged tail is cut off and reported in
-// Segment.Truncated; a bad header, or a key whose sum overflows int64, is
-// an error naming the file, because guessing would lose data. Another open
-// Journal on the directory makes the error wrap ErrInUse.
+// for appends, numbered one past the highest recovered, under a fresh
+// Generation. It returns the segments already on disk, sorted by Seq,
+// empty ones included so the caller can Remove them.
+//
+// A damaged segment is replaced by a copy of its good records, its
+// original kept in Dir/damaged: damaged records whose framing is intact
+// are skipped (Segment.Skipped), a torn tail is cut off
+// (Segment.Truncated). A bad header, an unknown format version or change
+// kind, or a sum that overflows int64 is an error naming the file, because
+// guessing would lose data. Another open Journal on the directory makes
+// the error wrap ErrInUse.
+//
+// Open succeeds on a full disk: if the new segment (or the instance-id
+// file) cannot be created, Append creates it, and fails until it can;
+// meanwhile Remove frees the disk.
 func Open(opts Options) (*Journal, []Segment, error) {
 	if opts.Dir == "" {
 		return nil, nil, errors.New("open journal: no directory")
@@ -129,32 +143,38 @@ func Open(opts Options) (*Journal, []Segment, error) {
 }
 
 func open(opts Options, lock *os.File, log *slog.Logger, set *metrics.Set) (*Journal, []Segment, error) {
-	id, err := loadInstanceID(opts.Dir)
+	id, idSaved, err := readInstanceID(opts.Dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	segs, err := recoverSegments(opts.Dir, log)
+	if !idSaved {
+		id = newInstanceID()
+		if err := saveInstanceID(opts.Dir, id); err != nil {
+			log.Warn("journal: saving the new instance id failed; the first Append will try again", slog.Any("error", err))
+		} else {
+			idSaved = true
+		}
+	}
+	gen := newGeneration()
+	segs, err := recoverSegments(opts.Dir, gen, log)
 	if err != nil {
 		return nil, nil, err
 	}
 	live := make(map[uint64]int64, len(segs))
 	var total int64
-	var damaged int
+	var damagedTails, skipped int
 	next := uint64(1)
 	for _, s := range segs {
 		live[s.Seq] = s.Bytes
 		total += s.Bytes
 		if s.Truncated > 0 {
-			damaged++
+			damagedTails++
 		}
+		skipped += s.Skipped
 		if s.Seq == math.MaxUint64 {
 			return nil, nil, fmt.Errorf("segment %d is the last possible sequence number", s.Seq)
 		}
 		next = max(next, s.Seq+1)
-	}
-	cur, err := createSegment(opts.Dir, next, opts.Fsync)
-	if err != nil {
-		return nil, nil, err
 	}
 	j := &Journal{
 		dir:        opts.Dir,
@@ -162,23 +182,20 @@ func open(opts Options, lock *os.File, log *slog.Logger, set *metrics.Set) (*Jou
 		maxBytes:   opts.MaxBytes,
 		log:        log,
 		instanceID: id,
+		idSaved:    idSaved,
+		generation: gen,
+		first:      next,
 		lock:       lock,
-		cur:        cur,
 		live:       live,
 	}
-	// Prepare the next segment now, as Seal does after every rotation, so
-	// the first rotation needs no new disk space: if the disk fills before
-	// it, the round in the current segment can still be swapped out,
-	// committed and removed, which is what frees the disk.
-	if sp, err := createSegment(opts.Dir, next+1, opts.Fsync); err != nil {
-		log.Warn("journal: preparing the next segment failed; the first rotation will try again", slog.Any("error", err))
-	} else {
-		j.spare = sp // not in Bytes, like every spare: it holds no records
+	j.total.Store(total)
+	if err := j.createCurrentLocked(); err != nil {
+		log.Warn("journal: creating the first segment failed; Append will try again", slog.Any("error", err))
 	}
-	j.total.Store(total + cur.size)
-	j.dur.init(Position{Seq: cur.seq, Offset: cur.size})
+	j.dur.init(Position{Seq: next, Offset: segmentHeaderSize})
 	j.m = newJournalMetrics(set, j)
-	j.m.corruptTails.Add(damaged)
+	j.m.corruptTails.Add(damagedTails)
+	j.m.skippedRecords.Add(skipped)
 	if j.mode != FsyncNo {
 		j.kick = make(chan struct{}, 1)
 		j.stop = make(chan struct{})
@@ -192,15 +209,67 @@ func open(opts Options, lock *os.File, log *slog.Logger, set *metrics.Set) (*Jou
 	return j, segs, nil
 }
 
+// createCurrentLocked creates the first segment, saving the instance id
+// first if Open could not, and prepares the next one. Called with mu held
+// (or before the Journal is shared) while there is no current segment.
+func (j *Journal) createCurrentLocked() error {
+	if !j.idSaved {
+		if err := saveInstanceID(j.dir, j.instanceID); err != nil {
+			return err
+		}
+		j.idSaved = true
+	}
+	cur, err := createSegment(j.dir, j.first, j.generation, j.mode)
+	if err != nil {
+		return err
+	}
+	j.cur = cur
+	j.total.Add(cur.size)
+	// Prepare the next segment now, as Seal does after every rotation, so
+	// the first rotation needs no new disk space: if the disk fills before
+	// it, the round in the current segment can still be swapped out,
+	// committed and removed, which is what frees the disk.
+	if sp, err := createSegment(j.dir, cur.seq+1, j.generation, j.mode); err != nil {
+		j.log.Warn("journal: preparing the next segment failed; the first rotation will try again", slog.Any("error", err))
+	} else {
+		j.spare = sp // not in Bytes, like every spare: it holds no records
+	}
+	return nil
+}
+
+// currentSeqLocked is Current with mu held.
+func (j *Journal) currentSeqLocked() uint64 {
+	if j.cur == nil {
+		return j.first
+	}
+	return j.cur.seq
+}
+
+// endLocked returns where the journal ends: the end of the current
+// segment, or of the header the first one will have. Called with mu held.
+func (j *Journal) endLocked() Position {
+	if j.cur == nil {
+		return Position{Seq: j.first, Offset: segmentHeaderSize}
+	}
+	return Position{Seq: j.cur.seq, Offset: j.cur.size}
+}
+
 // InstanceID returns the id created the first time this directory was
 // opened: 32 lowercase hex characters, stable across restarts.
 func (j *Journal) InstanceID() string { return j.instanceID }
 
-// Current returns the sequence number of the segment being appended to.
+// Generation returns the id this Open made, 32 lowercase hex characters,
+// written into the header of every segment this Journal creates. With the
+// instance id and a sequence number it identifies a round even after the
+// directory was restored from a snapshot and sequence numbers repeat.
+func (j *Journal) Generation() string { return generationString(j.generation) }
+
+// Current returns the sequence number of the segment being appended to,
+// or that the first segment will have if it could not be created yet.
 func (j *Journal) Current() uint64 {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.cur.seq
+	return j.currentSeqLocked()
 }
 
 // Bytes returns the size of every live segment file, headers included:
@@ -210,7 +279,11 @@ func (j *Journal) Bytes() int64 { return j.total.Load() }
 // Append writes items as one record, with one write(2), to the current
 // segment and returns where the record ends. No items is a no-op that
 // returns the current position. A failed write is cut back off the file,
-// so no torn record ever precedes a good one.
+// so no torn record ever precedes a good one. An item of an unknown kind, a
+// bucket on a kind without buckets, or a variance that is negative or not
+// finite is refused before anything is written. If Open could not create
+// the first segment, Append tries again, and wraps the error (ENOSPC on a
+// full disk) while it cannot.
 func (j *Journal) Append(items []change.Change) (Position, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -218,7 +291,7 @@ func (j *Journal) Append(items []change.Change) (Position, error) {
 		return Position{}, fmt.Errorf("append to journal: %w", os.ErrClosed)
 	}
 	if len(items) == 0 {
-		return Position{Seq: j.cur.seq, Offset: j.cur.size}, nil
+		return j.endLocked(), nil
 	}
 	before := j.total.Load()
 	pos, err := j.appendLocked(items)
@@ -232,20 +305,24 @@ func (j *Journal) Append(items []change.Change) (Position, error) {
 }
 
 func (j *Journal) appendLocked(items []change.Change) (Position, error) {
-	if j.cur.broken.Load() {
+	buf, err := appendRecord(j.buf[:0], items)
+	if cap(buf) <= maxKeptBuffer {
+		j.buf = buf[:0]
+	}
+	if err != nil {
+		return Position{}, fmt.Errorf("append to segment %d: %w", j.currentSeqLocked(), err)
+	}
+	if j.cur == nil {
+		if err := j.createCurrentLocked(); err != nil {
+			return Position{}, fmt.Errorf("append: %w", err)
+		}
+	} else if j.cur.broken.Load() {
 		old := j.cur.seq
 		if err := j.switchLocked(); err != nil {
 			return Position{}, fmt.Errorf("append: replace broken segment %d: %w", old, err)
 		}
 	}
 	cur := j.cur
-	buf, err := appendRecord(j.buf[:0], items)
-	if cap(buf) <= maxKeptBuffer {
-		j.buf = buf[:0]
-	}
-	if err != nil {
-		return Position{}, fmt.Errorf("append to segment %d: %w", cur.seq, err)
-	}
 	size := int64(len(buf))
 	if total := j.total.Load(); j.maxBytes > 0 && total+size > j.maxBytes {
 		return Position{}, fmt.Errorf("append %d bytes to segment %d with %d of %d bytes in use: %w",
@@ -298,17 +375,18 @@ func (j *Journal) close() error {
 		os.Remove(sp.path)
 		j.spare = nil
 	}
-	cur := j.cur
-	j.syncMu.Lock()
-	if j.mode != FsyncNo {
-		if err := j.fsyncLocked(cur, cur.size); err != nil {
-			errs = append(errs, fmt.Errorf("close journal: %w", err))
+	if cur := j.cur; cur != nil {
+		j.syncMu.Lock()
+		if j.mode != FsyncNo {
+			if err := j.fsyncLocked(cur, cur.size); err != nil {
+				errs = append(errs, fmt.Errorf("close journal: %w", err))
+			}
 		}
-	}
-	cur.closed = true
-	j.syncMu.Unlock()
-	if err := cur.f.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("close segment %d: %w", cur.seq, err))
+		cur.closed = true
+		j.syncMu.Unlock()
+		if err := cur.f.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close segment %d: %w", cur.seq, err))
+		}
 	}
 	if err := j.lock.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("release journal lock: %w", err))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
 )
 
@@ -27,6 +28,10 @@ func TestRoundTrip(t *testing.T) {
 			}
 			if len(segs) != 0 {
 				t.Fatalf("fresh journal recovered %d segments; want 0", len(segs))
+			}
+			gen := j.Generation()
+			if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(gen) {
+				t.Fatalf("Generation: got %q; want 32 lowercase hex characters", gen)
 			}
 			if got := j.Current(); got != 1 {
 				t.Fatalf("Current: got %d; want 1", got)
@@ -45,7 +50,11 @@ func TestRoundTrip(t *testing.T) {
 			}
 
 			j, segs = openT(t, opts)
-			want := []journal.Segment{
+			want := []struct {
+				Seq     uint64
+				Deltas  map[string]int64
+				Records int
+			}{
 				{Seq: 1, Deltas: map[string]int64{"a": 4, "b": 2}, Records: 2},
 				{Seq: 2, Deltas: map[string]int64{"c": math.MaxInt64 - 5}, Records: 1},
 				{Seq: 3, Deltas: map[string]int64{"a": 10}, Records: 1},
@@ -59,16 +68,22 @@ func TestRoundTrip(t *testing.T) {
 					t.Errorf("segment %d: got seq %d, %d records, %d truncated; want seq %d, %d records, 0 truncated",
 						i, s.Seq, s.Records, s.Truncated, want[i].Seq, want[i].Records)
 				}
-				checkDeltas(t, s.Seq, s.Deltas, want[i].Deltas)
+				checkDeltas(t, s.Seq, s.Changes, want[i].Deltas)
 				if size := fileSize(t, segPath(dir, s.Seq)); s.Bytes != size {
 					t.Errorf("segment %d Bytes: got %d; want file size %d", s.Seq, s.Bytes, size)
 				}
+				if s.Generation != gen {
+					t.Errorf("segment %d Generation: got %q; want %q, the writer's", s.Seq, s.Generation, gen)
+				}
 				sum += s.Bytes
+			}
+			if j.Generation() == gen {
+				t.Errorf("reopened journal kept generation %q; want a fresh one", gen)
 			}
 			if got := j.Current(); got != 4 {
 				t.Errorf("Current after reopen: got %d; want 4", got)
 			}
-			if got, want := j.Bytes(), sum+16; got != want {
+			if got, want := j.Bytes(), sum+headerSize; got != want {
 				t.Errorf("Bytes: got %d; want %d", got, want)
 			}
 
@@ -94,6 +109,7 @@ func TestRoundTrip(t *testing.T) {
 			if pos := appendT(t, j, "d", 1); pos.Seq != 4 {
 				t.Errorf("append after reopen went to segment %d; want 4", pos.Seq)
 			}
+			gen2 := j.Generation()
 			if got, want := j.Bytes(), liveBytes(t, dir, j.Current()); got != want {
 				t.Errorf("Bytes: got %d; want %d on disk", got, want)
 			}
@@ -107,7 +123,11 @@ func TestRoundTrip(t *testing.T) {
 				seqs = append(seqs, s.Seq)
 			}
 			if len(seqs) != 3 || seqs[0] != 2 || seqs[1] != 3 || seqs[2] != 4 {
-				t.Errorf("recovered seqs after Remove: got %v; want [2 3 4]", seqs)
+				t.Fatalf("recovered seqs after Remove: got %v; want [2 3 4]", seqs)
+			}
+			if segs[1].Generation != gen || segs[2].Generation != gen2 {
+				t.Errorf("generations of segments 3 and 4: got %q, %q; want %q, %q, each its writer's",
+					segs[1].Generation, segs[2].Generation, gen, gen2)
 			}
 		})
 	}
@@ -129,8 +149,8 @@ func TestRotateWithoutRecordsDoesNothing(t *testing.T) {
 	dir := t.TempDir()
 	j, _ := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo})
 	pos, err := j.Append(nil)
-	if err != nil || pos != (journal.Position{Seq: 1, Offset: 16}) {
-		t.Fatalf("empty Append: got %v, %v; want {1 16}, nil", pos, err)
+	if err != nil || pos != (journal.Position{Seq: 1, Offset: headerSize}) {
+		t.Fatalf("empty Append: got %v, %v; want {1 %d}, nil", pos, err, headerSize)
 	}
 	closed, rotated, err := j.Rotate()
 	if err != nil || closed != 1 || rotated {
@@ -140,8 +160,8 @@ func TestRotateWithoutRecordsDoesNothing(t *testing.T) {
 	if cur := j.Current(); cur != 1 {
 		t.Errorf("current segment after an empty Rotate: got %d; want 1", cur)
 	}
-	if got := fileSize(t, segPath(dir, 2)); got != 16 {
-		t.Errorf("prepared segment 2: %d bytes; want 16 (its header only)", got)
+	if got := fileSize(t, segPath(dir, 2)); got != headerSize {
+		t.Errorf("prepared segment 2: %d bytes; want %d (its header only)", got, headerSize)
 	}
 	appendT(t, j, "k", 1)
 	rotate(t, j, 1)
@@ -170,8 +190,8 @@ func TestClosedJournalRefusesWork(t *testing.T) {
 
 func TestErrFull(t *testing.T) {
 	t.Parallel()
-	// Each record of "k", 1 is 8 bytes of framing and 5 of payload.
-	const header, record = 16, 13
+	// Each record of "k", 1 is 8 bytes of framing and 7 of payload.
+	const header, record = headerSize, 15
 	dir := t.TempDir()
 	set := metrics.NewSet()
 	j, _ := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo, MaxBytes: header + 3*record, Metrics: set})
@@ -215,8 +235,8 @@ func TestErrFullCountsRecoveredSegments(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Segment 1 (28 bytes) and the new segment 2 (16) already exceed 40.
-	j, segs := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo, MaxBytes: 40})
+	// Segment 1 (51 bytes) and the new segment 2 (36) already exceed 80.
+	j, segs := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo, MaxBytes: 80})
 	if _, err := j.Append(items("k", 1)); !errors.Is(err, journal.ErrFull) {
 		t.Fatalf("Append: got %v; want ErrFull", err)
 	}
@@ -292,7 +312,7 @@ func TestBytesGauge(t *testing.T) {
 	appendT(t, j, "k", 1)
 	var b strings.Builder
 	set.WritePrometheus(&b)
-	if want := "counterd_journal_bytes 29\n"; !strings.Contains(b.String(), want) {
+	if want := "counterd_journal_bytes 51\n"; !strings.Contains(b.String(), want) {
 		t.Errorf("metrics: got\n%s\nwant a line %q", b.String(), want)
 	}
 	if got := counter(set, "counterd_journal_appends_total"); got != 1 {
@@ -323,10 +343,11 @@ func TestVarianceRoundTrip(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	j, _ := openT(t, journal.Options{Dir: dir})
-	if _, err := j.Append([]journal.Item{{Key: []byte("hot"), Delta: 10, Var: 90}, {Key: []byte("cold"), Delta: 1}}); err != nil {
+	hot := change.Change{Key: "hot", Kind: change.Total, Delta: 10, Var: 90}
+	if _, err := j.Append([]change.Change{hot, {Key: "cold", Kind: change.Total, Delta: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Append([]journal.Item{{Key: []byte("hot"), Delta: 10, Var: 90}}); err != nil {
+	if _, err := j.Append([]change.Change{hot}); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Close(); err != nil {
@@ -337,7 +358,41 @@ func TestVarianceRoundTrip(t *testing.T) {
 		t.Fatalf("segments: got %d; want 1", len(segs))
 	}
 	s := segs[0]
-	if s.Deltas["hot"] != 20 || s.Vars["hot"] != 180 || s.Vars["cold"] != 0 || s.Deltas["cold"] != 1 {
-		t.Fatalf("got deltas %v vars %v; want hot 20 (var 180), cold 1 (var 0)", s.Deltas, s.Vars)
+	d, v := deltas(s.Changes), vars(s.Changes)
+	if d["hot"] != 20 || v["hot"] != 180 || v["cold"] != 0 || d["cold"] != 1 {
+		t.Fatalf("got deltas %v vars %v; want hot 20 (var 180), cold 1 (var 0)", d, v)
 	}
+}
+
+// Append refuses an item that recovery could not read back, and writes
+// nothing.
+func TestAppendRefusesBadItems(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	j, _ := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo})
+	tests := []struct {
+		name string
+		c    change.Change
+		want string
+	}{
+		{"kind 0", change.Change{Key: "k", Delta: 1}, "kind 0"},
+		{"kind 9", change.Change{Key: "k", Kind: 9, Delta: 1}, "kind 9"},
+		{"total with a bucket", change.Change{Key: "k", Kind: change.Total, Bucket: 60, Delta: 1}, "bucket 60"},
+		{"negative variance", change.Change{Key: "k", Kind: change.Total, Delta: 1, Var: -1}, "variance"},
+		{"NaN variance", change.Change{Key: "k", Kind: change.Total, Delta: 1, Var: math.NaN()}, "variance"},
+		{"infinite variance", change.Change{Key: "k", Kind: change.Total, Delta: 1, Var: math.Inf(1)}, "variance"},
+	}
+	for _, tt := range tests {
+		good := change.Change{Key: "good", Kind: change.Total, Delta: 1}
+		if _, err := j.Append([]change.Change{good, tt.c}); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Append: got %v; want an error saying %q", tt.name, err, tt.want)
+		}
+	}
+	if got := fileSize(t, segPath(dir, 1)); got != headerSize {
+		t.Errorf("segment size after refused appends: got %d; want %d", got, headerSize)
+	}
+	if got := j.Bytes(); got != headerSize {
+		t.Errorf("Bytes after refused appends: got %d; want %d", got, headerSize)
+	}
+	appendT(t, j, "k", 1)
 }

@@ -10,6 +10,8 @@ type journalMetrics struct {
 	fsyncErrors  *metrics.Counter
 	fsyncSeconds *metrics.Histogram
 	corruptTails *metrics.Counter
+	// skippedRecords counts damaged records recovery skipped.
+	skippedRecords *metrics.Counter
 }
 
 // newJournalMetrics registers the journal's metrics once Open has
@@ -17,12 +19,13 @@ type journalMetrics struct {
 func newJournalMetrics(set *metrics.Set, j *Journal) journalMetrics {
 	set.NewGauge(`counterd_journal_bytes`, func() float64 { return float64(j.Bytes()) })
 	return journalMetrics{
-		appends:      set.NewCounter(`counterd_journal_appends_total`),
-		appended:     set.NewCounter(`counterd_journal_appended_bytes_total`),
-		appendErrors: set.NewCounter(`counterd_journal_append_errors_total`),
-		fsyncs:       set.NewCounter(`counterd_journal_fsyncs_total`),
-		fsyncErrors:  set.NewCounter(`counterd_journal_fsync_errors_total`),
-		fsyncSeconds: set.NewHistogram(`counterd_journal_fsync_seconds`),
-		corruptTails: set.NewCounter(`counterd_journal_corrupt_tails_total`),
+		appends:        set.NewCounter(`counterd_journal_appends_total`),
+		appended:       set.NewCounter(`counterd_journal_appended_bytes_total`),
+		appendErrors:   set.NewCounter(`counterd_journal_append_errors_total`),
+		fsyncs:         set.NewCounter(`counterd_journal_fsyncs_total`),
+		fsyncErrors:    set.NewCounter(`counterd_journal_fsync_errors_total`),
+		fsyncSeconds:   set.NewHistogram(`counterd_journal_fsync_seconds`),
+		corruptTails:   set.NewCounter(`counterd_journal_corrupt_tails_total`),
+		skippedRecords: set.NewCounter(`counterd_journal_skipped_records_total`),
 	}
 }

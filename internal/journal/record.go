@@ -23,16 +23,23 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // errBadPayload means a payload whose CRC matched does not decode exactly.
 var errBadPayload = errors.New("payload does not decode")
 
-// appendRecord appends items to buf as one framed record.
+// appendRecord appends items to buf as one framed version 2 record. An item
+// that recovery would refuse is an error, and nothing is appended.
 func appendRecord(buf []byte, items []change.Change) ([]byte, error) {
 	start := len(buf)
 	buf = append(buf, make([]byte, recordHeaderSize)...)
 	buf = binary.AppendUvarint(buf, uint64(len(items)))
-	for _, it := range items {
+	for i := range items {
+		it := &items[i]
+		if err := checkItem(it.Kind, it.Bucket, it.Var); err != nil {
+			return buf[:start], fmt.Errorf("item %d (key %q): %w", i, it.Key, err)
+		}
+		buf = append(buf, byte(it.Kind))
 		buf = binary.AppendUvarint(buf, uint64(len(it.Key)))
 		buf = append(buf, it.Key...)
 		buf = binary.AppendVarint(buf, it.Delta)
 		buf = binary.AppendUvarint(buf, math.Float64bits(it.Var)) // 1 byte when exact
+		buf = binary.AppendVarint(buf, it.Bucket)                 // 1 byte for Total
 	}
 	payload := buf[start+recordHeaderSize:]
 	if len(payload) > maxPayload {
@@ -43,17 +50,43 @@ func appendRecord(buf []byte, items []change.Change) ([]byte, error) {
 	return buf, nil
 }
 
-// decodePayload calls fn for each item in payload, after checking that the
-// whole payload decodes exactly, so fn never sees part of a bad record.
-// key is only valid during the call.
-func decodePayload(payload []byte, fn func(key []byte, delta int64, variance float64) error) error {
-	if err := walkPayload(payload, nil); err != nil {
-		return err
+// checkItem says what is wrong with an item's kind, bucket or variance.
+func checkItem(k change.Kind, bucket int64, variance float64) error {
+	if !k.Valid() {
+		return fmt.Errorf("unknown change kind %d", uint8(k))
 	}
-	return walkPayload(payload, fn)
+	if k == change.Total && bucket != 0 {
+		return fmt.Errorf("kind %v has no buckets, got bucket %d", k, bucket)
+	}
+	if variance < 0 || math.IsNaN(variance) || math.IsInf(variance, 0) {
+		return fmt.Errorf("variance %v is not finite and non-negative", variance)
+	}
+	return nil
 }
 
-func walkPayload(p []byte, fn func(key []byte, delta int64, variance float64) error) error {
+// item is one decoded item; key is only valid during the callback.
+type item struct {
+	key      []byte
+	kind     change.Kind
+	bucket   int64
+	delta    int64
+	variance float64
+}
+
+// decodePayload calls fn for each item in a payload of the given segment
+// format version, after checking that the whole payload decodes exactly,
+// so fn never sees part of a bad record. Version 1 items become kind
+// Total, bucket 0. A well-formed item of a kind this build does not know
+// is an error other than errBadPayload: the record was written by a newer
+// version, and dropping it would lose data.
+func decodePayload(version uint32, payload []byte, fn func(item) error) error {
+	if err := walkPayload(version, payload, nil); err != nil {
+		return err
+	}
+	return walkPayload(version, payload, fn)
+}
+
+func walkPayload(version uint32, p []byte, fn func(item) error) error {
 	count, n := binary.Uvarint(p)
 	// Every item takes at least three bytes, and Append never writes zero.
 	if n <= 0 || count == 0 || count > uint64(len(p)) {
@@ -61,25 +94,44 @@ func walkPayload(p []byte, fn func(key []byte, delta int64, variance float64) er
 	}
 	p = p[n:]
 	for range count {
+		it := item{kind: change.Total}
+		if version >= 2 {
+			if len(p) == 0 {
+				return errBadPayload
+			}
+			it.kind = change.Kind(p[0])
+			if !it.kind.Valid() {
+				return fmt.Errorf("record holds unknown change kind %d", p[0])
+			}
+			p = p[1:]
+		}
 		klen, n := binary.Uvarint(p)
 		if n <= 0 || klen > uint64(len(p)-n) {
 			return errBadPayload
 		}
-		key := p[n : n+int(klen)]
+		it.key = p[n : n+int(klen)]
 		p = p[n+int(klen):]
-		delta, n := binary.Varint(p)
-		if n <= 0 {
+		if it.delta, n = binary.Varint(p); n <= 0 {
 			return errBadPayload
 		}
 		p = p[n:]
 		vbits, n := binary.Uvarint(p)
-		variance := math.Float64frombits(vbits)
-		if n <= 0 || variance < 0 || math.IsNaN(variance) || math.IsInf(variance, 0) {
+		if n <= 0 {
 			return errBadPayload
 		}
+		it.variance = math.Float64frombits(vbits)
 		p = p[n:]
+		if version >= 2 {
+			if it.bucket, n = binary.Varint(p); n <= 0 {
+				return errBadPayload
+			}
+			p = p[n:]
+		}
+		if checkItem(it.kind, it.bucket, it.variance) != nil {
+			return errBadPayload
+		}
 		if fn != nil {
-			if err := fn(key, delta, variance); err != nil {
+			if err := fn(it); err != nil {
 				return err
 			}
 		}

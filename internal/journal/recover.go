@@ -2,39 +2,44 @@ package journal
 
 import (
 	"bufio"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/counterd/counterd/internal/change"
 )
 
 // Segment is one recovered segment: a round that may not be committed yet.
 type Segment struct {
 	// Seq is the segment's sequence number, also the round's.
 	Seq uint64
-	// Deltas holds the items of every good record, summed per key; a key
-	// whose deltas cancel out is present with 0.
-	Deltas map[string]int64
-	// Vars holds the summed variance of keys with sampled items.
-	Vars map[string]float64
+	// Generation is that of the Journal that created the segment, from its
+	// header; "" for a version 1 segment, which has none.
+	Generation string
+	// Changes holds the net of every good record per change.ID, in order
+	// of first appearance; an ID whose deltas cancel out is present with 0.
+	Changes []change.Change
 	// Records counts the good records.
 	Records int
-	// Bytes is the file size after any truncation, header included.
+	// Skipped counts damaged records that were skipped: their framing was
+	// intact but their checksum or payload was not.
+	Skipped int
+	// Bytes is the file size after any repair, header included.
 	Bytes int64
-	// Truncated counts the bytes cut off a torn or corrupt tail; 0 if the
-	// segment was clean. A file shorter than its header counts its whole
-	// size here and gets its header rewritten.
+	// Truncated counts the bytes of a torn or corrupt tail that was cut
+	// off; 0 if there was none. A file shorter than its header counts its
+	// whole size here and gets a whole header.
 	Truncated int64
 }
 
-// recoverSegments reads, validates and repairs every segment in dir, in
-// order of sequence number.
-func recoverSegments(dir string, log *slog.Logger) ([]Segment, error) {
+// recoverSegments reads and validates every segment in dir, in order of
+// sequence number, and repairs the damaged ones (see repairSegment). gen
+// names the original of a repaired segment kept in damaged/, and is the
+// generation written into a header that has to be replaced.
+func recoverSegments(dir string, gen [generationSize]byte, log *slog.Logger) ([]Segment, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("list segments: %w", err)
@@ -45,7 +50,7 @@ func recoverSegments(dir string, log *slog.Logger) ([]Segment, error) {
 		if !ok || !e.Type().IsRegular() {
 			continue
 		}
-		s, err := recoverSegment(filepath.Join(dir, e.Name()), seq, log)
+		s, err := recoverSegment(dir, seq, gen, log)
 		if err != nil {
 			return nil, err
 		}
@@ -65,10 +70,13 @@ func cmpSeq(a, b uint64) int {
 	return 0
 }
 
-// recoverSegment validates one segment file and cuts off a damaged tail.
-func recoverSegment(path string, seq uint64, log *slog.Logger) (Segment, error) {
-	seg := Segment{Seq: seq, Deltas: make(map[string]int64), Vars: make(map[string]float64)}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+// recoverSegment reads one segment file. It never writes to the file: a
+// damaged one is replaced by a repaired copy (see repairSegment), and an
+// unknown version or kind is an error, because guessing would lose data.
+func recoverSegment(dir string, seq uint64, gen [generationSize]byte, log *slog.Logger) (Segment, error) {
+	path := filepath.Join(dir, segmentName(seq))
+	seg := Segment{Seq: seq}
+	f, err := os.Open(path)
 	if err != nil {
 		return seg, fmt.Errorf("recover segment: %w", err)
 	}
@@ -78,126 +86,61 @@ func recoverSegment(path string, seq uint64, log *slog.Logger) (Segment, error) 
 		return seg, fmt.Errorf("recover segment: %w", err)
 	}
 	size := st.Size()
-	if size < segmentHeaderSize {
+	seg.Bytes = size
+	br := bufio.NewReaderSize(f, 64<<10)
+	h := make([]byte, segmentHeaderSize)
+	var hsize int64
+	var version uint32
+	if size >= headerPrefixSize {
+		if _, err := io.ReadFull(br, h[:headerPrefixSize]); err != nil {
+			return seg, fmt.Errorf("recover segment %s: read header: %w", path, err)
+		}
+		// A short file with a bad magic is a header never fully written;
+		// one with the right magic and an unknown version is from a newer
+		// counterd, never to be replaced.
+		hsize, version, err = headerSize(h)
+		if err != nil && (size >= v1HeaderSize || string(h[:4]) == segmentMagic) {
+			return seg, fmt.Errorf("recover segment %s: %w", path, err)
+		}
+	}
+	if size < v1HeaderSize || size < hsize {
 		// A crash between creating the file and writing its header: it
 		// holds no record, so give it a whole header and keep it, which
 		// keeps its sequence number used and lets the caller Remove it.
-		if err := rewriteHeader(f, seq); err != nil {
-			return seg, fmt.Errorf("recover segment %s: rewrite short header: %w", path, err)
+		seg.Truncated = size
+		gotBytes := repairSegment(dir, f, seq, segmentHeader(seq, gen), nil, gen, log,
+			fmt.Sprintf("shorter than its header (%d bytes)", size), size)
+		if gotBytes {
+			seg.Bytes = segmentHeaderSize
+			seg.Generation = generationString(gen)
 		}
-		log.Warn("journal segment shorter than its header; rewrote the header",
-			slog.String("file", path), slog.Int64("size", size))
-		seg.Bytes, seg.Truncated = segmentHeaderSize, size
 		return seg, nil
 	}
-	br := bufio.NewReaderSize(f, 64<<10)
-	h := make([]byte, segmentHeaderSize)
-	if _, err := io.ReadFull(br, h); err != nil {
+	if _, err := io.ReadFull(br, h[headerPrefixSize:hsize]); err != nil {
 		return seg, fmt.Errorf("recover segment %s: read header: %w", path, err)
 	}
-	if err := checkSegmentHeader(h, seq); err != nil {
+	h = h[:hsize]
+	if seg.Generation, err = checkSegmentHeader(h, version, seq); err != nil {
 		return seg, fmt.Errorf("recover segment %s: %w", path, err)
 	}
-	sc := scanner{r: br, off: segmentHeaderSize, size: size}
-	records, reason, err := sc.scan(seg.Deltas, seg.Vars)
-	if err != nil {
+	sc := scanner{r: br, version: version, off: hsize, size: size}
+	var acc accumulator
+	if err := sc.scan(&acc); err != nil {
 		return seg, fmt.Errorf("recover segment %s at offset %d: %w", path, sc.off, err)
 	}
-	seg.Records, seg.Bytes = records, sc.off
-	if sc.off == size {
+	seg.Changes, seg.Records, seg.Skipped = acc.changes, sc.records, sc.skipped
+	if !sc.damaged() {
 		return seg, nil
 	}
-	if err := f.Truncate(sc.off); err != nil {
-		return seg, fmt.Errorf("recover segment %s: truncate damaged tail: %w", path, err)
+	if sc.tailReason != "" {
+		seg.Truncated = size - sc.off
 	}
-	if err := f.Sync(); err != nil {
-		return seg, fmt.Errorf("recover segment %s: fsync after truncating: %w", path, err)
+	kept := hsize
+	for _, s := range sc.good {
+		kept += s.end - s.start
 	}
-	seg.Truncated = size - sc.off
-	log.Warn("journal segment has a damaged tail; truncated it",
-		slog.String("file", path), slog.Int64("offset", sc.off),
-		slog.Int64("dropped_bytes", seg.Truncated), slog.String("reason", reason))
+	if repairSegment(dir, f, seq, h, sc.good, gen, log, sc.reason(), size-kept) {
+		seg.Bytes = kept
+	}
 	return seg, nil
-}
-
-func rewriteHeader(f *os.File, seq uint64) error {
-	if err := f.Truncate(0); err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(segmentHeader(seq), 0); err != nil {
-		return err
-	}
-	return f.Sync()
-}
-
-// scanner reads records after a segment header.
-type scanner struct {
-	r    io.Reader
-	off  int64 // end of the last good record
-	size int64 // file size, so a torn length never causes a huge read
-	buf  []byte
-}
-
-// scan sums every good record into deltas and stops at the end of the file
-// or at the first damaged record, returning why it stopped early. An error
-// is a real failure (I/O, or a sum overflowing int64), not damage.
-func (s *scanner) scan(deltas map[string]int64, vars map[string]float64) (records int, damage string, err error) {
-	var hdr [recordHeaderSize]byte
-	add := func(key []byte, delta int64, variance float64) error {
-		sum, ok := checkedAdd(deltas[string(key)], delta)
-		if !ok {
-			return fmt.Errorf("sum for key %q overflows int64", key)
-		}
-		deltas[string(key)] = sum
-		if variance != 0 {
-			vars[string(key)] += variance
-		}
-		return nil
-	}
-	for {
-		left := s.size - s.off
-		if left == 0 {
-			return records, "", nil
-		}
-		if left < recordHeaderSize {
-			return records, "torn record header", nil
-		}
-		if _, err := io.ReadFull(s.r, hdr[:]); err != nil {
-			return records, "", readErr(err)
-		}
-		n := binary.LittleEndian.Uint32(hdr[:])
-		if n > maxPayload {
-			return records, fmt.Sprintf("absurd record length %d", n), nil
-		}
-		if int64(n) > left-recordHeaderSize {
-			return records, "torn record", nil
-		}
-		if cap(s.buf) < int(n) {
-			s.buf = make([]byte, n)
-		}
-		p := s.buf[:n]
-		if _, err := io.ReadFull(s.r, p); err != nil {
-			return records, "", readErr(err)
-		}
-		if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(hdr[4:]) {
-			return records, "checksum mismatch", nil
-		}
-		if err := decodePayload(p, add); err != nil {
-			if errors.Is(err, errBadPayload) {
-				return records, err.Error(), nil
-			}
-			return records, "", err
-		}
-		s.off += recordHeaderSize + int64(n)
-		records++
-	}
-}
-
-// readErr reports a read that fell short of the size Stat gave: the file
-// changed under us, which is not damage to repair.
-func readErr(err error) error {
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return fmt.Errorf("file shrank while being read: %w", err)
-	}
-	return fmt.Errorf("read record: %w", err)
 }

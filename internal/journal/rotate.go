@@ -34,7 +34,7 @@ func (j *Journal) Rotate() (closed uint64, rotated bool, err error) {
 		return 0, false, fmt.Errorf("rotate journal: %w", os.ErrClosed)
 	}
 	if j.roundRecords == 0 {
-		return j.cur.seq, false, nil
+		return j.currentSeqLocked(), false, nil
 	}
 	old := j.cur
 	if err := j.switchLocked(); err != nil {
@@ -45,7 +45,7 @@ func (j *Journal) Rotate() (closed uint64, rotated bool, err error) {
 }
 
 // switchLocked makes segment Current()+1 current and queues the old one
-// for Seal. Called with mu held.
+// for Seal. Called with mu held and a current segment.
 func (j *Journal) switchLocked() error {
 	old := j.cur
 	next := j.spare
@@ -56,7 +56,7 @@ func (j *Journal) switchLocked() error {
 			os.Remove(next.path)
 		}
 		var err error
-		if next, err = createSegment(j.dir, old.seq+1, j.mode); err != nil {
+		if next, err = createSegment(j.dir, old.seq+1, j.generation, j.mode); err != nil {
 			return err
 		}
 	}
@@ -75,13 +75,18 @@ func (j *Journal) switchLocked() error {
 func (j *Journal) Seal() error {
 	err := j.sealRotated()
 	j.mu.Lock()
-	need := !j.closed && j.spare == nil
-	next := j.cur.seq + 1
+	// Without a current segment there is nothing to rotate from; Append
+	// prepares the next one when it creates the first.
+	need := !j.closed && j.spare == nil && j.cur != nil
+	var next uint64
+	if need {
+		next = j.cur.seq + 1
+	}
 	j.mu.Unlock()
 	if !need {
 		return err
 	}
-	sp, serr := createSegment(j.dir, next, j.mode)
+	sp, serr := createSegment(j.dir, next, j.generation, j.mode)
 	if serr != nil {
 		// Rotate will try again itself.
 		return errors.Join(err, fmt.Errorf("prepare segment %d: %w", next, serr))
@@ -131,7 +136,7 @@ func (j *Journal) Remove(seq uint64) error {
 	if j.closed {
 		return fmt.Errorf("remove segment %d: %w", seq, os.ErrClosed)
 	}
-	if seq == j.cur.seq {
+	if j.cur != nil && seq == j.cur.seq {
 		return fmt.Errorf("remove segment %d: it is the current segment", seq)
 	}
 	size, ok := j.live[seq]

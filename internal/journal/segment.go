@@ -2,7 +2,9 @@ package journal
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,11 +14,23 @@ import (
 )
 
 const (
-	segmentHeaderSize = 16
-	segmentVersion    = 1
 	segmentMagic      = "CNTJ"
 	segmentSuffix     = ".seg"
 	segmentNameDigits = 20
+
+	// segmentVersion is what new segments are written as; version 1
+	// segments (no generation, no kind or bucket per item) are still read.
+	segmentVersion = 2
+	// segmentHeaderSize is the size of a version 2 header: magic, version,
+	// sequence number, generation and a CRC-32C of those.
+	segmentHeaderSize = 36
+	// v1HeaderSize is the size of a version 1 header: magic, version and
+	// sequence number.
+	v1HeaderSize = 16
+	// headerPrefixSize is the magic and version, which say how long the
+	// rest of the header is.
+	headerPrefixSize = 8
+	generationSize   = 16
 )
 
 // segment is the file being appended to.
@@ -61,31 +75,54 @@ func parseSegmentName(name string) (uint64, bool) {
 	return seq, err == nil
 }
 
-func segmentHeader(seq uint64) []byte {
+// segmentHeader returns the version 2 header of segment seq, created by
+// the Journal of generation gen.
+func segmentHeader(seq uint64, gen [generationSize]byte) []byte {
 	h := make([]byte, 0, segmentHeaderSize)
 	h = append(h, segmentMagic...)
 	h = binary.LittleEndian.AppendUint32(h, segmentVersion)
-	return binary.LittleEndian.AppendUint64(h, seq)
+	h = binary.LittleEndian.AppendUint64(h, seq)
+	h = append(h, gen[:]...)
+	return binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, castagnoli))
 }
 
-// checkSegmentHeader says what is wrong with h as the header of segment seq.
-func checkSegmentHeader(h []byte, seq uint64) error {
-	if string(h[:4]) != segmentMagic {
-		return fmt.Errorf("bad magic %q; want %q", h[:4], segmentMagic)
+// headerSize returns the size of the header that prefix (magic and
+// version) starts, or says what is wrong with it.
+func headerSize(prefix []byte) (int64, uint32, error) {
+	if string(prefix[:4]) != segmentMagic {
+		return 0, 0, fmt.Errorf("bad magic %q; want %q", prefix[:4], segmentMagic)
 	}
-	if v := binary.LittleEndian.Uint32(h[4:]); v != segmentVersion {
-		return fmt.Errorf("unsupported version %d; want %d", v, segmentVersion)
+	switch v := binary.LittleEndian.Uint32(prefix[4:]); v {
+	case 1:
+		return v1HeaderSize, v, nil
+	case 2:
+		return segmentHeaderSize, v, nil
+	default:
+		return 0, v, fmt.Errorf("unsupported segment format version %d; this build reads 1 and 2", v)
 	}
+}
+
+// checkSegmentHeader says what is wrong with h, a whole header of the
+// version headerSize found, as the header of segment seq. It returns the
+// generation, "" for version 1.
+func checkSegmentHeader(h []byte, version uint32, seq uint64) (string, error) {
 	if s := binary.LittleEndian.Uint64(h[8:]); s != seq {
-		return fmt.Errorf("header says segment %d but the file name says %d", s, seq)
+		return "", fmt.Errorf("header says segment %d but the file name says %d", s, seq)
 	}
-	return nil
+	if version == 1 {
+		return "", nil
+	}
+	body := h[:segmentHeaderSize-4]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(h[segmentHeaderSize-4:]) {
+		return "", fmt.Errorf("header checksum mismatch")
+	}
+	return hex.EncodeToString(h[16 : 16+generationSize]), nil
 }
 
 // createSegment makes a new, empty segment file for appending. Unless
 // fsync is off, the header and the directory entry are made durable, so
 // a crash cannot leave a segment whose header is garbage.
-func createSegment(dir string, seq uint64, mode FsyncMode) (*segment, error) {
+func createSegment(dir string, seq uint64, gen [generationSize]byte, mode FsyncMode) (*segment, error) {
 	path := filepath.Join(dir, segmentName(seq))
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
@@ -96,7 +133,7 @@ func createSegment(dir string, seq uint64, mode FsyncMode) (*segment, error) {
 		os.Remove(path)
 		return nil, fmt.Errorf("create segment %d: %w", seq, err)
 	}
-	if _, err := f.Write(segmentHeader(seq)); err != nil {
+	if _, err := f.Write(segmentHeader(seq, gen)); err != nil {
 		return fail(err)
 	}
 	if mode != FsyncNo {

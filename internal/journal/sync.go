@@ -25,7 +25,7 @@ func (j *Journal) WaitDurable(ctx context.Context, pos Position) error {
 		return nil
 	}
 	j.mu.Lock()
-	end := Position{Seq: j.cur.seq, Offset: j.cur.size}
+	end := j.endLocked()
 	j.mu.Unlock()
 	if pos.after(end) {
 		return fmt.Errorf("wait for segment %d offset %d: past the end of the journal (segment %d offset %d)",
@@ -85,7 +85,7 @@ func (j *Journal) runSyncer(every time.Duration) {
 func (j *Journal) currentOlderThan(d time.Duration) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return time.Since(j.cur.current) >= d
+	return j.cur != nil && time.Since(j.cur.current) >= d
 }
 
 // syncCurrent fsyncs the current segment if it grew since its last fsync.
@@ -93,7 +93,12 @@ func (j *Journal) currentOlderThan(d time.Duration) bool {
 // while the fsync runs.
 func (j *Journal) syncCurrent() {
 	j.mu.Lock()
-	seg, end := j.cur, j.cur.size
+	seg := j.cur
+	if seg == nil {
+		j.mu.Unlock()
+		return
+	}
+	end := seg.size
 	j.mu.Unlock()
 	j.syncMu.Lock()
 	defer j.syncMu.Unlock()

@@ -90,7 +90,7 @@ func TestWaitDurablePastTheEnd(t *testing.T) {
 	t.Parallel()
 	j, _ := openT(t, journal.Options{Dir: t.TempDir(), Fsync: journal.FsyncAlways})
 	pos := appendT(t, j, "a", 1)
-	for _, p := range []journal.Position{{Seq: pos.Seq, Offset: pos.Offset + 1}, {Seq: pos.Seq + 1, Offset: 16}} {
+	for _, p := range []journal.Position{{Seq: pos.Seq, Offset: pos.Offset + 1}, {Seq: pos.Seq + 1, Offset: headerSize}} {
 		if err := j.WaitDurable(t.Context(), p); err == nil {
 			t.Errorf("WaitDurable(%v) with the journal ending at %v: got nil; want an error", p, pos)
 		}
