@@ -363,3 +363,71 @@ func TestFullDisk(t *testing.T) {
 	}
 	t.Logf("%d increments accepted before the disk filled", len(want))
 }
+
+// A daemon restarted on a full journal disk starts, serves reads, refuses
+// increments with an error saying why, and accepts them again once space
+// returns. Before, it exited: "create segment N: no space left on device".
+func TestStartOnFullDisk(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs as the journal directory")
+	}
+	mnt := shortDir(t)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount tmpfs here: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db, "COUNTERD_JOURNAL_DIR="+filepath.Join(mnt, "j"))
+	ctx := context.Background()
+	c := client(t, d.socket)
+	if err := c.IncrBy(ctx, "k", 5).Err(); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, d.socket)
+	d.stop()
+
+	fill(t, filepath.Join(mnt, "filler"))
+
+	d.restart()
+	c = client(t, d.socket)
+	if !strings.Contains(d.log(), "no space left on device") {
+		t.Fatalf("the daemon did not meet a full disk at start:\n%s", d.log())
+	}
+	if got, err := c.Get(ctx, "k").Int64(); err != nil || got != 5 {
+		t.Fatalf("GET on a full disk: got %d, %v; want 5", got, err)
+	}
+	// Dropping the empty segment the stop left may have freed a page.
+	fill(t, filepath.Join(mnt, "filler2"))
+	if err := c.Incr(ctx, "k").Err(); err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("INCR on a full disk: got %v; want an error saying the disk is full\n%s", err, d.log())
+	}
+	for _, f := range []string{"filler", "filler2"} {
+		if err := os.Remove(filepath.Join(mnt, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Incr(ctx, "k").Err(); err != nil {
+		t.Fatalf("INCR once space returned: %v", err)
+	}
+	flush(t, d.socket)
+	if got := total(t, db, "k"); got != 6 {
+		t.Fatalf("k: got %d; want 6", got)
+	}
+}
+
+// fill writes path until the file system has no block left.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for range 1 << 20 {
+		if _, err := f.Write(make([]byte, 4096)); err != nil {
+			return
+		}
+	}
+	t.Fatal("the file system never filled")
+}
