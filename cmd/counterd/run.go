@@ -172,10 +172,13 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		log.Info("serving metrics", "addr", addr.String())
 	}
 
+	// The flusher keeps writing while connections drain after SIGTERM,
+	// then makes a final flush; COUNTERD_SHUTDOWN_TIMEOUT bounds the whole
+	// shutdown from SIGTERM, not each step.
 	flushCtx, stopFlusher := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	var flushErr error
-	wg.Go(func() { flushErr = buf.Run(flushCtx, cfg.ShutdownTimeout) })
+	wg.Go(func() { flushErr = buf.Run(flushCtx, pending.DrainAfter(ctx, cfg.ShutdownTimeout)) })
 
 	log.Info("counterd ready", "socket", cfg.Socket, "ack", cfg.Ack, "slots", cfg.Slots, "writers", cfg.Writers, "flush_interval", cfg.FlushInterval)
 	serveErr := srv.Serve(ctx, ln)

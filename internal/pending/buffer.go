@@ -133,8 +133,17 @@ func (b *Buffer) AddGroup(items []change.Change, errs []error) (Ticket, error) {
 	return b.acc.AddGroup(items, errs)
 }
 
-// Run writes rounds until ctx ends; see Flusher.Run.
-func (b *Buffer) Run(ctx context.Context, drain time.Duration) error {
+// DrainAfter returns a context that ends d after ctx ends: the drain
+// context for Run, so a shutdown is bounded from the moment it begins.
+func DrainAfter(ctx context.Context, d time.Duration) context.Context {
+	drain, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	context.AfterFunc(ctx, func() { time.AfterFunc(d, cancel) })
+	return drain
+}
+
+// Run writes rounds until ctx ends, then what remains until drain ends;
+// see Flusher.Run.
+func (b *Buffer) Run(ctx, drain context.Context) error {
 	return b.flusher.Run(ctx, drain)
 }
 

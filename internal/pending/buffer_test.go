@@ -31,7 +31,7 @@ func start(t *testing.T, opts pending.Options) (*pending.Buffer, *slots.Store) {
 	b := pending.New(store, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- b.Run(ctx, 10*time.Second) }()
+	go func() { done <- b.Run(ctx, pending.DrainAfter(ctx, 10*time.Second)) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -150,7 +150,7 @@ func TestFlushTimesOutWhenStoreIsDown(t *testing.T) {
 	b := pending.New(store, pending.Options{Interval: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- b.Run(ctx, 100*time.Millisecond) }()
+	go func() { done <- b.Run(ctx, pending.DrainAfter(ctx, 100*time.Millisecond)) }()
 	if err := b.Add([]byte("k"), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -182,3 +182,4 @@ func BenchmarkAdd(b *testing.B) {
 		}
 	})
 }
+

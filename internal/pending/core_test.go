@@ -104,7 +104,7 @@ func TestGetExactWithHalfCommittedRound(t *testing.T) {
 	b := pending.New(store, pending.Options{Interval: time.Hour, Metrics: set})
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error)
-	go func() { done <- b.Run(rctx, 10*time.Second) }()
+	go func() { done <- b.Run(rctx, pending.DrainAfter(rctx, 10*time.Second)) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

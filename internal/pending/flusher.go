@@ -75,9 +75,9 @@ func (f *Flusher) QueuedRounds() int {
 }
 
 // Run flushes rounds until ctx ends, then flushes what remains, retrying
-// for at most drain. It returns an error only if changes could not be
+// until drain ends. It returns an error only if changes could not be
 // committed by then; they stay in the journal for the next start.
-func (f *Flusher) Run(ctx context.Context, drain time.Duration) error {
+func (f *Flusher) Run(ctx, drain context.Context) error {
 	t := time.NewTicker(f.opts.Interval)
 	defer t.Stop()
 	check := time.NewTicker(overflowCheck)
@@ -86,9 +86,7 @@ func (f *Flusher) Run(ctx context.Context, drain time.Duration) error {
 	for {
 		select {
 		case <-ctx.Done():
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
-			defer cancel()
-			if err := f.flushAll(dctx); err != nil {
+			if err := f.flushAll(drain); err != nil {
 				return fmt.Errorf("final flush: %d rounds and %d keys not committed: %w", f.QueuedRounds(), f.acc.PendingKeys(), err)
 			}
 			return nil
