@@ -182,4 +182,3 @@ func BenchmarkAdd(b *testing.B) {
 		}
 	})
 }
-
