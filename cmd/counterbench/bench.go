@@ -13,11 +13,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/counterd/counterd/internal/config"
-	"github.com/counterd/counterd/internal/database"
 	"github.com/counterd/counterd/internal/bench/keyspace"
 	"github.com/counterd/counterd/internal/bench/process"
 	"github.com/counterd/counterd/internal/bench/report"
+	"github.com/counterd/counterd/internal/config"
+	"github.com/counterd/counterd/internal/database"
 )
 
 // bench is one run: its settings, the database, the servers it started

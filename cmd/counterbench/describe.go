@@ -8,11 +8,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/bench/keyspace"
 	"github.com/counterd/counterd/internal/bench/pattern"
 	"github.com/counterd/counterd/internal/bench/process"
 	"github.com/counterd/counterd/internal/bench/report"
+	"github.com/counterd/counterd/internal/config"
 )
 
 // command is the shell command that reproduces the run: make bench with

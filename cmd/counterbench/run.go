@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/bench/report"
+	"github.com/counterd/counterd/internal/config"
 )
 
 // usageError is a bad command line or setting: exit code 2.

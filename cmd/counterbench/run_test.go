@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/counterd/counterd/internal/bench/report"
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/proctest"
-	"github.com/counterd/counterd/internal/bench/report"
 )
 
 // counterdBinary is counterd, built once for this package's tests.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/bench/keyspace"
+	"github.com/counterd/counterd/internal/config"
 )
 
 // settings is counterbench's configuration, read from the environment.
