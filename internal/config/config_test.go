@@ -92,6 +92,27 @@ func TestLoadRollup(t *testing.T) {
 	f("every so often", "ROLLUP_SCHEDULE")
 }
 
+func TestLoadRollupLimits(t *testing.T) {
+	t.Parallel()
+	f := func(env []string, wantVar string) {
+		t.Helper()
+		_, err := config.Load[config.Rollup](append([]string{"DATABASE_URL=postgres://x/y"}, env...))
+		var cerr *config.Error
+		switch {
+		case wantVar == "" && err != nil:
+			t.Fatalf("Load(%v): %v; want no error", env, err)
+		case wantVar != "" && (!errors.As(err, &cerr) || cerr.Var != wantVar):
+			t.Fatalf("Load(%v): %v; want an error naming %s", env, err, wantVar)
+		}
+	}
+	f(nil, "")
+	f([]string{"ROLLUP_MAX_PASS=4m"}, "")
+	f([]string{"ROLLUP_MAX_PASS=5m"}, "ROLLUP_MAX_PASS") // not less than ROLLUP_TIMEOUT
+	f([]string{"ROLLUP_MAX_PASS=10m", "ROLLUP_TIMEOUT=11m"}, "")
+	f([]string{"ROLLUP_MAX_PASS=0"}, "ROLLUP_MAX_PASS")
+	f([]string{"ROLLUP_MAX_PASS=soon"}, "ROLLUP_MAX_PASS")
+}
+
 func TestUsageListsEveryVariable(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer

@@ -219,7 +219,7 @@ func TestFoldRacingWriters(t *testing.T) {
 			stop = true
 		default:
 		}
-		if _, err := s.Fold(ctx, 7, time.Time{}); err != nil {
+		if _, err := s.Fold(ctx, slots.FoldOptions{Chunk: 7}); err != nil {
 			foldErr = err
 			<-finished
 			break
@@ -229,7 +229,7 @@ func TestFoldRacingWriters(t *testing.T) {
 	if firstErr != nil || foldErr != nil {
 		t.Fatal(errors.Join(firstErr, foldErr))
 	}
-	if _, err := s.Fold(ctx, 0, time.Time{}); err != nil {
+	if _, err := s.Fold(ctx, slots.FoldOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var slotRows int
