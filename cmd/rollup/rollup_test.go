@@ -171,6 +171,34 @@ func TestScheduleRunsAndStops(t *testing.T) {
 	}
 }
 
+// rollup once against a table another connection holds locked fails with
+// the lock timeout instead of waiting for ROLLUP_TIMEOUT.
+func TestOnceLockedTableFailsFast(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `LOCK TABLE counter_slots IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, binary, "once")
+	cmd.Env = []string{"DATABASE_URL=" + db.URL, "ROLLUP_LOCK_TIMEOUT=200ms"}
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(start)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "lock timeout") {
+		t.Fatalf("rollup once on a locked table: %v after %v, %q; want exit 1 naming the lock timeout", err, took, out)
+	}
+	if took > 20*time.Second {
+		t.Fatalf("rollup once took %v to fail; want about the 200ms lock timeout", took)
+	}
+}
+
 func TestBadScheduleExitsTwo(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command(binary)

@@ -45,7 +45,11 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return usageError{err}
 	}
 	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
-	pool, err := database.Open(cfg.DatabaseURL, 2)
+	pool, err := database.Open(cfg.DatabaseURL, database.Options{
+		MaxConns:         2,
+		StatementTimeout: cfg.StatementTimeout,
+		LockTimeout:      cfg.LockTimeout,
+	})
 	if err != nil {
 		return err
 	}
