@@ -59,7 +59,7 @@ func newBench(ctx context.Context, cfg settings, environ []string, stderr io.Wri
 	if err := resetSchema(ctx, cfg.DatabaseURL, cfg.Schema); err != nil {
 		return nil, err
 	}
-	if b.pool, err = database.Open(url, b.maxConns()); err != nil {
+	if b.pool, err = database.Open(url, database.Options{MaxConns: b.maxConns()}); err != nil {
 		return nil, err
 	}
 	if err := b.checkConnections(ctx); err != nil {

@@ -57,7 +57,7 @@ func TestOverflowingKeyHoldsBackNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Fold(ctx, 0, time.Time{}); err != nil {
+	if _, err := store.Fold(ctx, slots.FoldOptions{}); err != nil {
 		t.Fatalf("fold a total beyond int64: %v", err)
 	}
 	metricsURL := "http://" + d.metricsAddr() + "/metrics"

@@ -55,7 +55,11 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	}
 	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
 
-	pool, err := database.Open(cfg.DatabaseURL, cfg.DBMaxConns)
+	pool, err := database.Open(cfg.DatabaseURL, database.Options{
+		MaxConns:         cfg.DBMaxConns,
+		StatementTimeout: cfg.StatementTimeout,
+		LockTimeout:      cfg.LockTimeout,
+	})
 	if err != nil {
 		return err
 	}
@@ -64,10 +68,23 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		if err := database.Wait(ctx, pool, 10*time.Second); err != nil {
 			return err
 		}
-		_, err := migrate.Up(ctx, pool, log)
-		return err
+		return migrateUp(ctx, pool, log)
 	}
 	return serve(ctx, cfg, log, pool)
+}
+
+// migrateTimeout bounds applying the migrations. Each statement is bounded
+// by statement_timeout; this is the backstop for a connection that stops
+// answering, so it is generous enough for a migration that rewrites a
+// table under COUNTERD_STATEMENT_TIMEOUT=0.
+const migrateTimeout = 10 * time.Minute
+
+// migrateUp applies pending migrations within migrateTimeout.
+func migrateUp(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, migrateTimeout)
+	defer cancel()
+	_, err := migrate.Up(ctx, pool, log)
+	return err
 }
 
 // serve runs the daemon. Start-up replays the journal and does not need
@@ -98,15 +115,11 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 
 	// With the database up, migrate now;
 	// without it, serve anyway and let the flusher migrate when it can.
-	migrateUp := func(ctx context.Context) error {
-		_, err := migrate.Up(ctx, pool, log)
-		return err
-	}
-	prepare := migrateUp
+	prepare := func(ctx context.Context) error { return migrateUp(ctx, pool, log) }
 	if err := database.Wait(ctx, pool, 2*time.Second); err != nil {
 		log.Warn("database unreachable at start; accepting increments into the journal until it answers", "err", err)
 	} else {
-		if err := migrateUp(ctx); err != nil {
+		if err := migrateUp(ctx, pool, log); err != nil {
 			return err
 		}
 		prepare = nil // done; the flusher need not migrate again

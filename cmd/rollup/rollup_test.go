@@ -8,6 +8,7 @@ import (
 	"github.com/counterd/counterd/internal/change"
 	"io"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,6 +32,9 @@ func sum(t *testing.T, db *pgtest.DB, table, col string) (n int64) {
 	}
 	return n
 }
+
+// report is what rollup once prints; the group is the slot rows left.
+var report = regexp.MustCompile(`^folded \d+ slot rows into \d+ keys in \d+ chunks in \S+; (\d+) slot rows left\n$`)
 
 // rollup once, run again and again while writers write, moves every
 // increment into counters exactly once.
@@ -81,8 +85,8 @@ func TestOnceRacingWriters(t *testing.T) {
 		if err != nil {
 			t.Fatalf("rollup once: %v", err)
 		}
-		if !strings.HasPrefix(string(out), "folded ") {
-			t.Fatalf("rollup once printed %q; want 'folded N slot rows ...'", out)
+		if !report.Match(out) {
+			t.Fatalf("rollup once printed %q; want it to match %s", out, report)
 		}
 	}
 	halt()
@@ -92,8 +96,12 @@ func TestOnceRacingWriters(t *testing.T) {
 	before := sum(t, db, "counter_totals", "total")
 	cmd := exec.Command(binary, "once")
 	cmd.Env = env
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := cmd.Output()
+	if err != nil {
 		t.Fatalf("final rollup: %v\n%s", err, out)
+	}
+	if m := report.FindSubmatch(out); m == nil || string(m[1]) != "0" {
+		t.Fatalf("final rollup printed %q; want 0 slot rows left", out)
 	}
 	if got := sum(t, db, "counter_slots", "count"); got != 0 {
 		t.Fatalf("slot rows left after a quiet pass: sum %d; want 0", got)
@@ -161,6 +169,34 @@ func TestScheduleRunsAndStops(t *testing.T) {
 	}
 	if got := sum(t, db, "counters", "total"); got != 5 {
 		t.Fatalf("counters: got %d; want 5", got)
+	}
+}
+
+// rollup once against a table another connection holds locked fails with
+// the lock timeout instead of waiting for ROLLUP_TIMEOUT.
+func TestOnceLockedTableFailsFast(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `LOCK TABLE counter_slots IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, binary, "once")
+	cmd.Env = []string{"DATABASE_URL=" + db.URL, "ROLLUP_LOCK_TIMEOUT=200ms"}
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(start)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "lock timeout") {
+		t.Fatalf("rollup once on a locked table: %v after %v, %q; want exit 1 naming the lock timeout", err, took, out)
+	}
+	if took > 20*time.Second {
+		t.Fatalf("rollup once took %v to fail; want about the 200ms lock timeout", took)
 	}
 }
 

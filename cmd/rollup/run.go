@@ -45,7 +45,11 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return usageError{err}
 	}
 	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
-	pool, err := database.Open(cfg.DatabaseURL, 2)
+	pool, err := database.Open(cfg.DatabaseURL, database.Options{
+		MaxConns:         2,
+		StatementTimeout: cfg.StatementTimeout,
+		LockTimeout:      cfg.LockTimeout,
+	})
 	if err != nil {
 		return err
 	}
@@ -62,22 +66,41 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 		defer cancel()
 		start := time.Now()
-		res, err := store.Fold(pctx, cfg.Chunk, time.Time{})
-		if err != nil {
-			return fmt.Errorf("rollup pass: %w", err)
+		res, foldErr := store.Fold(pctx, slots.FoldOptions{Chunk: cfg.Chunk, MaxDuration: cfg.MaxPass})
+		if foldErr != nil && res.Skipped == 0 {
+			return fmt.Errorf("rollup pass: %w", foldErr)
 		}
+		// Rows skipped for their data still let every other key fold,
+		// so the pass reports and prunes before it fails.
 		pruned, err := store.PruneInstances(pctx, time.Now().Add(-cfg.PruneAfter))
 		if err != nil {
 			return fmt.Errorf("rollup pass: %w", err)
 		}
-		log.Info("rollup pass", "slot_rows", res.Rows, "keys", res.Keys, "chunks", res.Chunks, "pruned_instances", pruned, "took", time.Since(start).Round(time.Millisecond))
-		fmt.Fprintf(stdout, "folded %d slot rows into %d keys\n", res.Rows, res.Keys)
+		took := time.Since(start).Round(time.Millisecond)
+		log.Info("rollup pass", "slot_rows", res.Rows, "keys", res.Keys, "chunks", res.Chunks,
+			"limited", res.Limited, "skipped", res.Skipped, "left", res.Left, "pruned_instances", pruned, "took", took)
+		fmt.Fprintf(stdout, "folded %d slot rows into %d keys in %d chunks in %v; %s\n", res.Rows, res.Keys, res.Chunks, took, left(res))
+		if foldErr != nil {
+			return fmt.Errorf("rollup pass: %w", foldErr)
+		}
 		return nil
 	}
 	if cmd == "once" {
 		return pass()
 	}
 	return schedule(ctx, cfg.Schedule, log, pass)
+}
+
+// left describes what a pass left behind.
+func left(res slots.FoldResult) string {
+	s := fmt.Sprintf("%d slot rows left", res.Left)
+	if res.Limited {
+		s += " (pass ended at ROLLUP_MAX_PASS)"
+	}
+	if res.Skipped > 0 {
+		s += fmt.Sprintf(", %d skipped for errors", res.Skipped)
+	}
+	return s
 }
 
 // schedule runs pass on spec until ctx ends. A pass never overlaps the

@@ -41,6 +41,10 @@ func TestLoadCounterd(t *testing.T) {
 	f([]string{db, "COUNTERD_LOG_FORMAT=xml"}, "COUNTERD_LOG_FORMAT")
 	f([]string{db, "COUNTERD_SOCKET=/" + strings.Repeat("a", 120)}, "COUNTERD_SOCKET")
 	f([]string{db, "COUNTERD_MAX_CONNS=0"}, "COUNTERD_MAX_CONNS")
+	f([]string{db, "COUNTERD_STATEMENT_TIMEOUT=0"}, "")
+	f([]string{db, "COUNTERD_STATEMENT_TIMEOUT=-1s"}, "COUNTERD_STATEMENT_TIMEOUT")
+	f([]string{db, "COUNTERD_LOCK_TIMEOUT=soon"}, "COUNTERD_LOCK_TIMEOUT")
+	f([]string{db, "COUNTERD_LOCK_TIMEOUT=-5s"}, "COUNTERD_LOCK_TIMEOUT")
 }
 
 func TestDefaults(t *testing.T) {
@@ -51,6 +55,16 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.SocketMode != 0o600 || c.FlushInterval != 100*time.Millisecond || !strings.HasPrefix(c.MetricsAddr, "127.0.0.1:") {
 		t.Fatalf("defaults: mode %o, interval %v, metrics %q", c.SocketMode, c.FlushInterval, c.MetricsAddr)
+	}
+	if c.StatementTimeout != 30*time.Second || c.LockTimeout != 5*time.Second {
+		t.Fatalf("defaults: statement timeout %v, lock timeout %v; want 30s, 5s", c.StatementTimeout, c.LockTimeout)
+	}
+	r, err := config.Load[config.Rollup]([]string{"DATABASE_URL=postgres://x/y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StatementTimeout != 30*time.Second || r.LockTimeout != 5*time.Second || r.MaxPass >= r.Timeout {
+		t.Fatalf("rollup defaults: statement timeout %v, lock timeout %v, max pass %v (timeout %v)", r.StatementTimeout, r.LockTimeout, r.MaxPass, r.Timeout)
 	}
 }
 
@@ -91,6 +105,30 @@ func TestLoadRollup(t *testing.T) {
 	f("@every 10s", "")
 	f("*/5 * * * *", "")
 	f("every so often", "ROLLUP_SCHEDULE")
+}
+
+func TestLoadRollupLimits(t *testing.T) {
+	t.Parallel()
+	f := func(env []string, wantVar string) {
+		t.Helper()
+		_, err := config.Load[config.Rollup](append([]string{"DATABASE_URL=postgres://x/y"}, env...))
+		var cerr *config.Error
+		switch {
+		case wantVar == "" && err != nil:
+			t.Fatalf("Load(%v): %v; want no error", env, err)
+		case wantVar != "" && (!errors.As(err, &cerr) || cerr.Var != wantVar):
+			t.Fatalf("Load(%v): %v; want an error naming %s", env, err, wantVar)
+		}
+	}
+	f(nil, "")
+	f([]string{"ROLLUP_MAX_PASS=4m"}, "")
+	f([]string{"ROLLUP_MAX_PASS=5m"}, "ROLLUP_MAX_PASS") // not less than ROLLUP_TIMEOUT
+	f([]string{"ROLLUP_MAX_PASS=10m", "ROLLUP_TIMEOUT=11m"}, "")
+	f([]string{"ROLLUP_MAX_PASS=0"}, "ROLLUP_MAX_PASS")
+	f([]string{"ROLLUP_MAX_PASS=soon"}, "ROLLUP_MAX_PASS")
+	f([]string{"ROLLUP_STATEMENT_TIMEOUT=0", "ROLLUP_LOCK_TIMEOUT=0"}, "")
+	f([]string{"ROLLUP_STATEMENT_TIMEOUT=-1s"}, "ROLLUP_STATEMENT_TIMEOUT")
+	f([]string{"ROLLUP_LOCK_TIMEOUT=later"}, "ROLLUP_LOCK_TIMEOUT")
 }
 
 func TestUsageListsEveryVariable(t *testing.T) {

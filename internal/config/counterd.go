@@ -50,6 +50,14 @@ type Counterd struct {
 	Slots      int `env:"COUNTERD_SLOTS" envDefault:"16" help:"slot rows one key may spread over"`
 	Writers    int `env:"COUNTERD_WRITERS" envDefault:"2" help:"most transactions one flush round is split into (one per 2,000 keys), written at once (1..16)"`
 	DBMaxConns int `env:"COUNTERD_DB_MAX_CONNS" envDefault:"8" help:"PostgreSQL connections in the pool"`
+	// 30s is far beyond any flush or read the daemon makes (a 10k-key
+	// round takes well under a second) yet ends a statement stuck on the
+	// server long before anyone would restart the daemon by hand.
+	StatementTimeout time.Duration `env:"COUNTERD_STATEMENT_TIMEOUT" envDefault:"30s" help:"statement_timeout of every database connection (0 keeps the server's; a setting in DATABASE_URL wins)"`
+	// Writers lock slot rows for milliseconds; 5s of waiting for a lock
+	// means something else (a migration, a manual LOCK) holds the table,
+	// and failing lets the flusher retry instead of queueing behind it.
+	LockTimeout time.Duration `env:"COUNTERD_LOCK_TIMEOUT" envDefault:"5s" help:"lock_timeout of every database connection (0 keeps the server's; a setting in DATABASE_URL wins)"`
 
 	// 10,000 is Redis's maxclients default. An idle connection costs a
 	// goroutine, a file descriptor and a few KiB of buffers; the limit
@@ -104,6 +112,10 @@ func (c *Counterd) Validate() error {
 		return &Error{"COUNTERD_MAX_CONNS", "must be at least 1"}
 	case c.ShutdownTimeout <= 0:
 		return &Error{"COUNTERD_SHUTDOWN_TIMEOUT", "must be positive"}
+	case c.StatementTimeout < 0:
+		return &Error{"COUNTERD_STATEMENT_TIMEOUT", "must not be negative"}
+	case c.LockTimeout < 0:
+		return &Error{"COUNTERD_LOCK_TIMEOUT", "must not be negative"}
 	}
 	return validLogFormat("COUNTERD_LOG_FORMAT", c.LogFormat)
 }

@@ -14,7 +14,17 @@ type Rollup struct {
 	// a noticeable load; the descriptor form accepts "@every 10s" too.
 	Schedule string        `env:"ROLLUP_SCHEDULE" envDefault:"@every 1m" help:"robfig/cron schedule: 5 fields or @every DURATION"`
 	Chunk    int           `env:"ROLLUP_CHUNK" envDefault:"5000" help:"slot rows folded per transaction"`
-	Timeout  time.Duration `env:"ROLLUP_TIMEOUT" envDefault:"5m" help:"longest one pass may take"`
+	Timeout  time.Duration `env:"ROLLUP_TIMEOUT" envDefault:"5m" help:"longest one pass may take before it is cancelled as failed"`
+	// One minute matches the default schedule, so under heavy writes a
+	// pass ends about when the next is due, and leaves ROLLUP_TIMEOUT
+	// ample room for the chunk in flight and the prune after it.
+	MaxPass time.Duration `env:"ROLLUP_MAX_PASS" envDefault:"1m" help:"a pass starts no new chunk after this long and ends successfully, leaving the rest for the next pass (less than ROLLUP_TIMEOUT)"`
+	// A 5000-row chunk takes well under a second; 30s only ends a
+	// statement that is stuck.
+	StatementTimeout time.Duration `env:"ROLLUP_STATEMENT_TIMEOUT" envDefault:"30s" help:"statement_timeout of rollup's database connections (0 keeps the server's; a setting in DATABASE_URL wins)"`
+	// The fold skips rows writers hold; waiting 5s for a lock means
+	// something holds a whole table, and the next pass can try again.
+	LockTimeout time.Duration `env:"ROLLUP_LOCK_TIMEOUT" envDefault:"5s" help:"lock_timeout of rollup's database connections (0 keeps the server's; a setting in DATABASE_URL wins)"`
 	// A daemon that comes back later than this with an old journal could
 	// replay a round it had already committed; 30 days is far beyond any
 	// outage worth surviving that way.
@@ -36,6 +46,15 @@ func (c *Rollup) Validate() error {
 	}
 	if c.Timeout <= 0 {
 		return &Error{"ROLLUP_TIMEOUT", "must be positive"}
+	}
+	if c.MaxPass <= 0 || c.MaxPass >= c.Timeout {
+		return &Error{"ROLLUP_MAX_PASS", "must be positive and less than ROLLUP_TIMEOUT"}
+	}
+	if c.StatementTimeout < 0 {
+		return &Error{"ROLLUP_STATEMENT_TIMEOUT", "must not be negative"}
+	}
+	if c.LockTimeout < 0 {
+		return &Error{"ROLLUP_LOCK_TIMEOUT", "must not be negative"}
 	}
 	return validLogFormat("ROLLUP_LOG_FORMAT", c.LogFormat)
 }

@@ -169,6 +169,13 @@ func Applied(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 func step(ctx context.Context, pool *pgxpool.Pool, version int, fn func(tx pgx.Tx, have bool) (bool, error)) (bool, error) {
 	var changed bool
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// A migration may rewrite a large table, and a second daemon waits
+		// here for the first one's migration: neither may be cut short by
+		// the connection's statement or lock timeout. The caller's context
+		// still bounds it.
+		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0`); err != nil {
+			return fmt.Errorf("lift timeouts for the migration: %w", err)
+		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1::bigint # hashtext(current_schema())::bigint)`, int64(lockKey)); err != nil {
 			return fmt.Errorf("take migration lock: %w", err)
 		}

@@ -2,62 +2,259 @@ package slots
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // DefaultFoldChunk is how many slot rows one fold transaction moves.
 const DefaultFoldChunk = 5000
 
-// FoldResult says what a fold pass moved.
+// FoldOptions tune one fold pass.
+type FoldOptions struct {
+	// Chunk is how many slot rows one transaction moves (default
+	// DefaultFoldChunk).
+	Chunk int
+	// MaxDuration, when positive, ends the pass successfully once it has
+	// run this long: it starts no new chunk and leaves the rows it did
+	// not reach for the next pass.
+	MaxDuration time.Duration
+	// UpdatedAt stamps counters.updated_at; the zero time means the
+	// database's now().
+	UpdatedAt time.Time
+	// Clock measures MaxDuration (default time.Now).
+	Clock func() time.Time
+}
+
+// FoldResult says what a fold pass moved and what it left.
 type FoldResult struct {
 	// Rows is how many slot rows were folded and deleted.
 	Rows int64
-	// Keys is how many base rows were created or updated.
+	// Keys is how many base rows were created or updated (a key folded
+	// by two chunks counts twice).
 	Keys int64
-	// Chunks is how many transactions the pass took.
+	// Chunks is how many transactions committed.
 	Chunks int
+	// Limited says MaxDuration ended the pass before it reached the last
+	// slot row that existed when it started.
+	Limited bool
+	// Skipped is how many slot rows could not be moved because of their
+	// data; the error Fold returns describes each (see RowError).
+	Skipped int
+	// Left is how many slot rows remained when the pass ended: rows
+	// written, or held by writers, while it ran, skipped rows, and rows
+	// it did not reach when Limited.
+	Left int64
 }
 
-// Fold moves slot counts into the base table, chunk rows per transaction,
-// until a chunk finds fewer than chunk free rows. Each chunk deletes its
-// slot rows and adds their sums to the base rows in one transaction, so an
-// increment is moved exactly once. Rows a writer holds are skipped and left
-// for the next pass, so a fold never waits on writers. now stamps
-// updated_at (the zero time means the database's now()).
-func (s *Store) Fold(ctx context.Context, chunk int, now time.Time) (FoldResult, error) {
+// RowError is a slot row a fold could not move because of its data, for
+// example a sum past the range of counters.total. The pass skips the row,
+// folds every other key, and leaves the row for the next pass.
+type RowError struct {
+	Key  string
+	Slot int16
+	Err  error
+}
+
+func (e *RowError) Error() string {
+	return fmt.Sprintf("fold slot row key %q slot %d: %v", e.Key, e.Slot, e.Err)
+}
+
+func (e *RowError) Unwrap() error { return e.Err }
+
+// position is a slot row's primary key, the order a pass sweeps in.
+type position struct {
+	key  string
+	slot int16
+}
+
+// beforeAll sorts before every slot row: keys are never empty and slots
+// never negative.
+var beforeAll = position{"", -1}
+
+func (p position) String() string {
+	if p == beforeAll {
+		return "the start"
+	}
+	return fmt.Sprintf("key %q slot %d", p.key, p.slot)
+}
+
+// Fold moves slot counts into the base table, chunk rows per transaction.
+// Each chunk deletes its slot rows and adds their sums to the base rows in
+// one transaction, so an increment is moved exactly once. Rows a writer
+// holds are skipped and left for the next pass, so a fold never waits on
+// writers.
+//
+// A pass sweeps the slot rows once, in primary key order, up to the last
+// one that existed when it started: rows writers add behind it, or past
+// that mark, wait for the next pass, so a pass ends however fast writers
+// write. MaxDuration bounds it in time as well.
+//
+// A chunk that fails because of its data (SQLSTATE class 22 or 23, such
+// as an overflow) is split until the row at fault is found; that row is
+// skipped and the pass goes on, so one key never holds back the others.
+// Fold then returns the complete result with every RowError joined. Any
+// other failure ends the pass with an error naming the chunk's key range.
+func (s *Store) Fold(ctx context.Context, opts FoldOptions) (FoldResult, error) {
 	var res FoldResult
+	chunk := opts.Chunk
 	if chunk <= 0 {
 		chunk = DefaultFoldChunk
 	}
-	var ts *time.Time
-	if !now.IsZero() {
-		ts = &now
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
 	}
-	for {
-		var rows, keys int64
-		attempts := 0
-		err := s.retry(ctx, &attempts, func() error {
-			return s.pool.QueryRow(ctx, foldChunk, chunk, ts).Scan(&rows, &keys)
-		})
-		if err != nil {
-			return res, fmt.Errorf("fold chunk %d: %w", res.Chunks+1, err)
-		}
-		res.Chunks++
-		res.Rows += rows
-		res.Keys += keys
-		if rows < int64(chunk) {
-			return res, nil
+	var stamp *time.Time
+	if !opts.UpdatedAt.IsZero() {
+		stamp = &opts.UpdatedAt
+	}
+	start := clock()
+
+	var end position
+	err := s.pool.QueryRow(ctx, lastSlotRow).Scan(&end.key, &end.slot)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return res, fmt.Errorf("fold: find the last slot row: %w", err)
+	}
+	var skipped []error
+	if err == nil {
+		cur, n := beforeAll, chunk
+		for first := true; ; first = false {
+			if !first && opts.MaxDuration > 0 && clock().Sub(start) >= opts.MaxDuration {
+				res.Limited = true
+				break
+			}
+			c, err := s.foldChunk(ctx, cur, end, n, stamp)
+			if err == nil {
+				res.add(c)
+				if c.rows < int64(n) {
+					break // swept past end, or every row left is held
+				}
+				cur = c.last
+				continue
+			}
+			if !isDataError(err) {
+				return res, fmt.Errorf("fold chunk %d (after %v, through %v): %w", res.Chunks+1, cur, end, err)
+			}
+			if n > 1 {
+				n /= 2
+				continue
+			}
+			// One row fails alone: fold exactly that row again, so a row
+			// that changed hands in between is not blamed.
+			var row position
+			err = s.pool.QueryRow(ctx, nextSlotRow, cur.key, cur.slot, end.key, end.slot).Scan(&row.key, &row.slot)
+			if errors.Is(err, pgx.ErrNoRows) {
+				break
+			}
+			if err != nil {
+				return res, fmt.Errorf("fold: find the slot row after %v: %w", cur, err)
+			}
+			c, err = s.foldChunk(ctx, cur, row, 1, stamp)
+			switch {
+			case err == nil:
+				res.add(c)
+			case isDataError(err):
+				res.Skipped++
+				skipped = append(skipped, &RowError{Key: row.key, Slot: row.slot, Err: err})
+			default:
+				return res, fmt.Errorf("fold chunk %d (%v): %w", res.Chunks+1, row, err)
+			}
+			cur, n = row, chunk
 		}
 	}
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM counter_slots`).Scan(&res.Left); err != nil {
+		return res, fmt.Errorf("fold: count slot rows left: %w", err)
+	}
+	return res, errors.Join(skipped...)
 }
 
-// foldChunk moves up to $1 unheld slot rows into counters.
+// chunkResult is what one committed chunk moved.
+type chunkResult struct {
+	rows, keys int64
+	last       position // the last row picked, if rows > 0
+}
+
+func (r *FoldResult) add(c chunkResult) {
+	r.Chunks++
+	r.Rows += c.rows
+	r.Keys += c.keys
+}
+
+// foldChunk moves up to n unheld slot rows after cur and through end in
+// one transaction, retrying a deadlock or serialization failure.
+func (s *Store) foldChunk(ctx context.Context, cur, end position, n int, stamp *time.Time) (chunkResult, error) {
+	var (
+		c        chunkResult
+		lastKey  *string
+		lastSlot *int16
+	)
+	for attempt := 1; ; attempt++ {
+		err := s.pool.QueryRow(ctx, foldChunk, cur.key, cur.slot, end.key, end.slot, n, stamp).
+			Scan(&c.rows, &c.keys, &lastKey, &lastSlot)
+		if err == nil {
+			break
+		}
+		if !retryable(err) || attempt >= s.maxAttempts {
+			return c, fmt.Errorf("attempt %d: %w", attempt, overflow(err))
+		}
+		backoff := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6)))
+		select {
+		case <-ctx.Done():
+			return c, fmt.Errorf("attempt %d: %w", attempt, ctx.Err())
+		case <-time.After(backoff):
+		}
+	}
+	if lastKey != nil && lastSlot != nil {
+		c.last = position{*lastKey, *lastSlot}
+	}
+	return c, nil
+}
+
+// overflow wraps a numeric overflow in ErrOverflow, keeping the server's
+// error (classify keeps only its message).
+func overflow(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "22003" {
+		return fmt.Errorf("%w: %w", ErrOverflow, err)
+	}
+	return err
+}
+
+// isDataError reports whether err comes from the rows a statement read
+// (SQLSTATE class 22, data exception, or 23, integrity constraint
+// violation), so running it over other rows would succeed.
+func isDataError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23"))
+}
+
+// lastSlotRow is where a pass stops: the last slot row when it starts.
+const lastSlotRow = `SELECT key, slot FROM counter_slots ORDER BY key DESC, slot DESC LIMIT 1`
+
+// nextSlotRow is the first unheld slot row after ($1, $2) through ($3, $4).
+const nextSlotRow = `
+SELECT key, slot FROM counter_slots
+WHERE (key, slot) > ($1::text, $2::smallint) AND (key, slot) <= ($3::text, $4::smallint)
+ORDER BY key, slot
+LIMIT 1
+FOR UPDATE SKIP LOCKED`
+
+// foldChunk moves up to $5 unheld slot rows after ($1, $2) through ($3,
+// $4) into counters, and returns the last one it picked. The sums stay
+// numeric until they are stored, so they never wrap whatever type
+// counters.total has.
 const foldChunk = `
 WITH picked AS MATERIALIZED (
     SELECT key, slot FROM counter_slots
+    WHERE (key, slot) > ($1::text, $2::smallint) AND (key, slot) <= ($3::text, $4::smallint)
     ORDER BY key, slot
-    LIMIT $1
+    LIMIT $5
     FOR UPDATE SKIP LOCKED
 ), moved AS (
     DELETE FROM counter_slots cs
@@ -68,10 +265,13 @@ WITH picked AS MATERIALIZED (
     SELECT key, sum(count) AS n, sum(variance) AS v FROM moved GROUP BY key
 ), folded AS (
     INSERT INTO counters AS c (key, total, variance, updated_at)
-    SELECT key, n, v, coalesce($2::timestamptz, now()) FROM sums ORDER BY key
+    SELECT key, n, v, coalesce($6::timestamptz, now()) FROM sums ORDER BY key
     ON CONFLICT (key) DO UPDATE
     SET total = c.total + excluded.total, variance = c.variance + excluded.variance,
         updated_at = excluded.updated_at
     RETURNING 1
+), last AS (
+    SELECT key, slot FROM picked ORDER BY key DESC, slot DESC LIMIT 1
 )
-SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM folded)`
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM folded),
+       (SELECT key FROM last), (SELECT slot FROM last)`

@@ -180,7 +180,7 @@ func TestApplyOverflow(t *testing.T) {
 	if err := db.Pool.QueryRow(ctx, `SELECT total IS NULL FROM counter_totals WHERE key = 'big'`).Scan(&null); err != nil || !null {
 		t.Fatalf("counter_totals for a total beyond int64: null %v, err %v; want NULL", null, err)
 	}
-	if _, err := s.Fold(ctx, 0, time.Time{}); err != nil {
+	if _, err := s.Fold(ctx, slots.FoldOptions{}); err != nil {
 		t.Fatalf("fold a total beyond int64: %v", err)
 	}
 	var over string
@@ -236,7 +236,7 @@ func TestFoldRacingWriters(t *testing.T) {
 			stop = true
 		default:
 		}
-		if _, err := s.Fold(ctx, 7, time.Time{}); err != nil {
+		if _, err := s.Fold(ctx, slots.FoldOptions{Chunk: 7}); err != nil {
 			foldErr = err
 			<-finished
 			break
@@ -246,7 +246,7 @@ func TestFoldRacingWriters(t *testing.T) {
 	if firstErr != nil || foldErr != nil {
 		t.Fatal(errors.Join(firstErr, foldErr))
 	}
-	if _, err := s.Fold(ctx, 0, time.Time{}); err != nil {
+	if _, err := s.Fold(ctx, slots.FoldOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var slotRows int
