@@ -232,3 +232,43 @@ func copyDir(t *testing.T, src, dst string) {
 		}
 	}
 }
+
+// /readyz says whether rounds commit. Before, it only pinged the
+// database, so it stayed 200 while every round failed (a locked table,
+// exhausted connection slots, a wedged key).
+func TestReadyzFollowsRounds(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db, "COUNTERD_LOCK_TIMEOUT=200ms", "COUNTERD_FLUSH_INTERVAL=20ms")
+	ctx := context.Background()
+	c := client(t, d.socket)
+	if code := readyz(t, d); code != http.StatusOK {
+		t.Fatalf("/readyz at start: %d; want 200", code)
+	}
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `LOCK TABLE counter_slots IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Incr(ctx, "k").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for start := time.Now(); readyz(t, d) != http.StatusServiceUnavailable; time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > time.Minute {
+			t.Fatalf("/readyz stayed 200 for a minute while rounds failed\n%s", d.log())
+		}
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, d.socket)
+	if code := readyz(t, d); code != http.StatusOK {
+		t.Fatalf("/readyz once rounds commit again: %d; want 200", code)
+	}
+	if got := total(t, db, "k"); got != 1 {
+		t.Fatalf("k: got %d; want 1", got)
+	}
+}
