@@ -7,11 +7,18 @@
 // spread over its slots instead of queueing on one row lock; when every
 // existing slot of a key is held, or the key has none yet, it upserts into a
 // random slot (INSERT ... ON CONFLICT DO UPDATE). A whole batch is one
-// INSERT over arrays (sql/004_set_based.up.sql): a lateral SKIP LOCKED
+// INSERT over arrays (write.go): a lateral SKIP LOCKED
 // pick feeds the upsert key by key, in key order, so a writer only waits
 // for a row while holding rows of smaller keys and writers cannot form a
 // lock cycle. A deadlock or serialization failure is still retried, in
-// case a database setting or another client breaks that order.
+// case a database setting or another client breaks that order. Counts are
+// numeric, so no sum can overflow and no key can make a batch fail.
+//
+// Each batch carries an identity (instance, generation, sequence number),
+// recorded per lane in counterd_instances in the same statement as the
+// lane's writes; Read returns totals and those watermarks from one
+// snapshot, so a caller holding batches in memory can tell exactly which
+// of them the totals already include.
 //
 // Fold moves slot counts into the base rows in the same transaction that
 // deletes them, so an increment is never lost or counted twice while writers
