@@ -66,7 +66,7 @@ func BenchmarkIncrWhileGetBlocked(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			db := pgtest.New(b, pgtest.Options{})
-			d := startDaemon(b, db, "COUNTERD_FLUSH_TIMEOUT=5m")
+			d := startDaemon(b, db, "COUNTERD_FLUSH_TIMEOUT=5m", "COUNTERD_LOCK_TIMEOUT=5m")
 			ctx := context.Background()
 			if blocked {
 				tx, err := db.Pool.Begin(ctx)

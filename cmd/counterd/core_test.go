@@ -86,7 +86,7 @@ func TestOverflowingKeyHoldsBackNothing(t *testing.T) {
 func TestIncrementsDoNotWaitForSlowReads(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
-	d := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=20ms", "COUNTERD_FLUSH_TIMEOUT=60s")
+	d := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=20ms", "COUNTERD_FLUSH_TIMEOUT=60s", "COUNTERD_LOCK_TIMEOUT=60s")
 	ctx := context.Background()
 	incr := client(t, d.socket)
 	if err := incr.Incr(ctx, "warm").Err(); err != nil {
