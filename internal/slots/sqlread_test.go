@@ -442,3 +442,43 @@ func TestReadPlansAt200kKeys(t *testing.T) {
 	exec(`RESET plan_cache_mode`)
 	exec(`DEALLOCATE ALL`)
 }
+
+// BenchmarkSQLReads compares, at 200,000 keys, the two reads the README
+// gives through the views with the same reads through the functions:
+// 50 posts joined to their counts, and the top 10. It reports ms/op.
+func BenchmarkSQLReads(b *testing.B) {
+	db := pgtest.New(b, pgtest.Options{})
+	seedPosts(b, db, 200_000)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		rows int
+		sql  string
+	}{
+		{"join50/view", 50, `SELECT p.id, t.total FROM posts p JOIN counter_totals t ON t.key = 'post:' || p.id WHERE p.id BETWEEN 1 AND 50`},
+		{"join50/function", 50, `SELECT p.id, t.total FROM posts p CROSS JOIN LATERAL counter_totals(ARRAY['post:' || p.id]) AS t WHERE p.id BETWEEN 1 AND 50`},
+		{"top10/view", 10, `SELECT key, total FROM counter_totals ORDER BY total DESC LIMIT 10`},
+		{"top10/function", 10, `SELECT key, total FROM counter_top(10)`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				rows, err := db.Pool.Query(ctx, c.sql)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n := 0
+				for rows.Next() {
+					n++
+				}
+				if err := rows.Err(); err != nil {
+					b.Fatal(err)
+				}
+				if n != c.rows {
+					b.Fatalf("got %d rows; want %d", n, c.rows)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
