@@ -33,7 +33,7 @@ func (c *session) connCommand(args [][]byte) bool {
 		case sub == nil:
 			c.fail(unknownSub(spec, args[1]))
 			return true
-		case !sub.arityOK(len(args) - 1):
+		case !sub.arityOK(len(args)): // a subcommand's arity counts the container's name
 			c.fail(arityError(sub.name))
 			return true
 		}
