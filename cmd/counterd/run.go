@@ -148,6 +148,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		Sample:          cfg.HotStrategy == "sample",
 		MaxConns:        cfg.MaxConns,
 		ShutdownTimeout: cfg.ShutdownTimeout,
+		Password:        cfg.Password,
 		Logger:          log,
 		Metrics:         set,
 	})

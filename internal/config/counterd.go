@@ -65,6 +65,9 @@ type Counterd struct {
 	// accept for everyone) or memory, far above what one app host needs.
 	MaxConns int `env:"COUNTERD_MAX_CONNS" envDefault:"10000" help:"most client connections; past it a new one gets -ERR max number of clients reached and is closed"`
 
+	// Empty means no password, as a Redis default user without one.
+	Password string `env:"COUNTERD_PASSWORD" help:"when set, clients must AUTH (or HELLO ... AUTH default <password>) before other commands (never logged)"`
+
 	ShutdownTimeout time.Duration `env:"COUNTERD_SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long connections may take to answer what they already sent (then they are closed), and then how long to keep retrying the final flush"`
 	LogLevel        slog.Level    `env:"COUNTERD_LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
 	LogFormat       string        `env:"COUNTERD_LOG_FORMAT" envDefault:"text" help:"text or json"`

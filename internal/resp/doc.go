@@ -1,5 +1,6 @@
 // Package resp reads Redis protocol commands from a client connection and
-// appends Redis protocol (RESP2) replies, without allocating per command.
+// appends Redis protocol replies (RESP2, and the RESP3 types a connection
+// uses after HELLO 3), without allocating per command.
 //
 // The one idea to hold first: a command returned by [Reader.Next] aliases the
 // Reader's buffer, so it is valid only until the next [Reader.Fill]. A server

@@ -30,6 +30,13 @@ func TestAppend(t *testing.T) {
 		{"array header", AppendArrayHeader(nil, 3), "*3\r\n"},
 		{"array header empty", AppendArrayHeader(nil, 0), "*0\r\n"},
 		{"appends", AppendInt(AppendOK([]byte("x")), 1), "x+OK\r\n:1\r\n"},
+		{"null", AppendNull(nil), "_\r\n"},
+		{"null bulk", AppendNullBulk(nil), "$-1\r\n"},
+		{"null array", AppendNullArray(nil), "*-1\r\n"},
+		{"map header", AppendMapHeader(nil, 7), "%7\r\n"},
+		{"set header", AppendSetHeader(nil, 2), "~2\r\n"},
+		{"verbatim", AppendVerbatim(nil, "txt", "a:1\r\n"), "=9\r\ntxt:a:1\r\n\r\n"},
+		{"verbatim empty", AppendVerbatim(nil, "txt", ""), "=4\r\ntxt:\r\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

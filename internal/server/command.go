@@ -21,10 +21,13 @@ const errNotInt = "ERR value is not an integer or out of range"
 // error ends the connection after the replies are written.
 func (c *session) exec(ctx context.Context, args [][]byte) error {
 	c.s.m.commands.Inc()
-	if c.incr(args) {
+	if !c.conn.needAuth && c.incr(args) {
 		return nil
 	}
 	c.endGroup(ctx)
+	if c.connCommand(args) {
+		return nil
+	}
 	var err error
 	c.out, err = c.s.exec(ctx, c.out, args)
 	return err
@@ -35,29 +38,31 @@ func (c *session) exec(ctx context.Context, args [][]byte) error {
 func (c *session) incr(args [][]byte) bool {
 	name := args[0]
 	var d int64
+	var spec *cmdSpec
 	switch {
 	case len(args) == 2 && is(name, "INCR"):
-		d = 1
+		d, spec = 1, cmdIncr
 	case len(args) == 2 && is(name, "DECR"):
-		d = -1
+		d, spec = -1, cmdDecr
 	case len(args) == 3 && is(name, "INCRBY"):
 		n, ok := resp.ParseInt(args[2])
 		if !ok {
 			return false
 		}
-		d = n
+		d, spec = n, cmdIncrBy
 	case len(args) == 3 && is(name, "DECRBY"):
 		n, ok := resp.ParseInt(args[2])
 		if !ok || n == math.MinInt64 {
 			return false
 		}
-		d = -n
+		d, spec = -n, cmdDecrBy
 	default:
 		return false
 	}
 	if checkKey(args[1]) != nil {
 		return false
 	}
+	c.conn.lastCmd.Store(spec)
 	c.group = append(c.group, c.s.sample(args[1], d))
 	return true
 }
@@ -144,26 +149,10 @@ func (s *Server) exec(ctx context.Context, out []byte, args [][]byte) ([]byte, e
 		return wrongArity(out, name), nil
 	case is(name, "QUIT"):
 		return resp.AppendOK(out), errQuit
-	case is(name, "COMMAND"):
-		// redis-cli asks COMMAND DOCS on start; an empty list tells it
-		// there is nothing to know.
-		return resp.AppendArrayHeader(out, 0), nil
-	case is(name, "CONFIG"):
-		// redis-benchmark asks CONFIG GET save and appendonly on start:
-		// answer each name with an empty value.
-		if len(args) < 3 || !is(args[1], "GET") {
-			return wrongArity(out, name), nil
-		}
-		out = resp.AppendArrayHeader(out, 2*(len(args)-2))
-		for _, p := range args[2:] {
-			out = resp.AppendBulk(out, p)
-			out = resp.AppendBulkString(out, "")
-		}
-		return out, nil
-	case is(name, "CLIENT"), is(name, "SELECT"):
-		// Client libraries name themselves and pick database 0.
-		return resp.AppendOK(out), nil
 	}
+	// Connection and admin commands (HELLO, CLIENT, COMMAND, INFO...) are
+	// answered by session.connCommand, which also refuses unknown names
+	// before they reach here.
 	s.m.commandErrors.Inc()
 	return resp.AppendError(out, unknown(args)), nil
 }

@@ -19,6 +19,24 @@
 // Options.MaxConns a new connection gets Redis's "max number of clients
 // reached" and is closed.
 //
+// Every command is listed once, in table.go's commandTable (name, arity,
+// flags, key positions, summary). Dispatch looks names up there, so an
+// unknown command, a wrong number of arguments and a connection that has
+// not given COUNTERD_PASSWORD are refused from it as Redis refuses them,
+// and COMMAND, COMMAND INFO and COMMAND DOCS are generated from it. The
+// well-formed INCR is the exception: it is recognised before any lookup,
+// so the hot path stays free of allocations and table scans.
+//
+// A connection speaks RESP2 until HELLO 3, then RESP3: the replies whose
+// type differs (HELLO, CONFIG GET and COMMAND DOCS are maps, nulls are
+// "_", INFO and CLIENT LIST are verbatim strings, COMMAND's flags are
+// sets) go through proto.go; every other reply is the same in both.
+// HELLO and INFO report redis_version 7.2.0, the Redis release whose
+// protocol counterd follows, because clients gate features on it;
+// counterd's own version is INFO's counterd_version. Per-connection state
+// (id, protocol, name, library, authentication) is the session's
+// connState; the registry lists open sessions for CLIENT LIST.
+//
 // INCR, INCRBY, DECR and DECRBY reply with the amount the call added to the
 // stored count (INCRBY k 5 replies 5), not the new total as Redis does:
 // computing a total would cost a database read per increment. GET returns

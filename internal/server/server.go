@@ -36,8 +36,11 @@ type Options struct {
 	// WriteTimeout bounds one write of replies, so a client that stops
 	// reading cannot hold its connection forever (default 30s).
 	WriteTimeout time.Duration
-	Logger       *slog.Logger
-	Metrics      *metrics.Set
+	// Password, when set, is required (AUTH or HELLO ... AUTH, user
+	// "default") before any command but AUTH, HELLO and QUIT.
+	Password string
+	Logger   *slog.Logger
+	Metrics  *metrics.Set
 }
 
 // Server serves connections on one listener.
@@ -50,7 +53,8 @@ type Server struct {
 	closing bool // set once Serve's context ends; guarded by mu
 	wg      sync.WaitGroup
 
-	m serverMetrics
+	m   serverMetrics
+	reg registry
 }
 
 // New returns a Server that counts into buf.
@@ -75,6 +79,7 @@ func New(buf *pending.Buffer, opts Options) *Server {
 	}
 	s := &Server{buf: buf, opts: opts, conns: map[net.Conn]struct{}{}}
 	s.m = newServerMetrics(opts.Metrics, s)
+	s.reg.init(time.Now)
 	return s
 }
 
@@ -86,6 +91,7 @@ func New(buf *pending.Buffer, opts Options) *Server {
 // caller flush and exit. Accept errors such as running out of file
 // descriptors are retried, not returned.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.reg.setSocket(ln.Addr().String())
 	connCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardStop()
 	stop := context.AfterFunc(ctx, func() {

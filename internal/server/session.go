@@ -43,6 +43,8 @@ type session struct {
 	// command; they are journaled as one record and answered together.
 	group []change.Change
 	errs  []error
+	// conn is the connection's protocol, name and authentication.
+	conn connState
 }
 
 // errQuit ends a session after its replies are written.
@@ -55,7 +57,8 @@ var errQuit = errors.New("client quit")
 // buffer its keys alias is reused.
 func (s *Server) session(ctx context.Context, c net.Conn) error {
 	rd := resp.NewReader(c, readBufSize)
-	sess := &session{s: s, out: make([]byte, 0, outStartSize)}
+	sess := s.newSession(c)
+	defer s.removeSession(sess)
 	for {
 		var quit error
 		for quit == nil {
@@ -97,6 +100,7 @@ func (s *Server) session(ctx context.Context, c net.Conn) error {
 			}
 			return fmt.Errorf("read: %w", err)
 		}
+		sess.conn.touch(s.reg.now())
 	}
 }
 
