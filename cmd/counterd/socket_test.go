@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/counterd/counterd/internal/pgtest"
 )
@@ -62,6 +63,18 @@ func TestSecondDaemonCannotStealSocket(t *testing.T) {
 	backlog = nil
 	if err := first.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
+	}
+	// The resumed daemon first accepts (and drops) the closed connections
+	// still in its backlog; until it has, a dial finds the backlog full.
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		c, err := net.Dial("unix", first.socket)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Since(start) > time.Minute {
+			t.Fatalf("the first daemon did not accept again within a minute: %v", err)
+		}
 	}
 	ping(t, first.socket)
 	first.stop()
