@@ -43,6 +43,7 @@ type session struct {
 	// command; they are journaled as one record and answered together.
 	group []change.Change
 	errs  []error
+	tx    *tx // the open MULTI transaction, if any (multi.go)
 }
 
 // errQuit ends a session after its replies are written.
