@@ -19,6 +19,9 @@
 // Options.MaxConns a new connection gets Redis's "max number of clients
 // reached" and is closed.
 //
+// MULTI/EXEC (multi.go) queues commands, checked as they arrive, and EXEC
+// accepts all their increments as one journal record or none of them.
+//
 // INCR, INCRBY, DECR and DECRBY reply with the amount the call added to the
 // stored count (INCRBY k 5 replies 5), not the new total as Redis does:
 // computing a total would cost a database read per increment. GET returns
