@@ -144,10 +144,33 @@ type Ticket struct {
 // must be len(items). Keys may alias a buffer the caller reuses after the
 // call.
 func (a *Accumulator) AddGroup(items []change.Change, errs []error) (Ticket, error) {
+	return a.add(items, errs, false)
+}
+
+// ErrNotAll is AddAll's refusal of a whole group because some of its
+// changes were refused; errs says which and why.
+var ErrNotAll = errors.New("a change of the group was refused, so none was accepted")
+
+// AddAll accepts every change of items or none, as one journal record: a
+// MULTI/EXEC transaction. If AddGroup would refuse any change, nothing is
+// journaled or folded, errs says which changes and why, and the error is
+// ErrNotAll; a journal failure is returned as by AddGroup.
+func (a *Accumulator) AddAll(items []change.Change, errs []error) (Ticket, error) {
+	return a.add(items, errs, true)
+}
+
+// add is AddGroup, or AddAll when all is set.
+func (a *Accumulator) add(items []change.Change, errs []error, all bool) (Ticket, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	acc := a.check(items, errs)
+	acc, refused := a.check(items, errs)
 	var t Ticket
+	if all && refused > 0 {
+		// check only stamped tentative sums, which the next group's
+		// stamp makes stale: there is nothing to undo.
+		a.m.rejected.Add(len(acc))
+		return t, ErrNotAll
+	}
 	if len(acc) > 0 && a.jr != nil {
 		pos, err := a.jr.Append(acc)
 		if err != nil {
@@ -178,10 +201,11 @@ func (a *Accumulator) AddGroup(items []change.Change, errs []error) (Ticket, err
 	return t, nil
 }
 
-// check returns the changes of items that may be accepted, and leaves
+// check returns the changes of items that may be accepted and how many
+// were refused, and leaves
 // each one's cell (nil for a counter not pending yet) in a.found. The
 // caller holds mu, so nothing else changes the cells until it folds them.
-func (a *Accumulator) check(items []change.Change, errs []error) []change.Change {
+func (a *Accumulator) check(items []change.Change, errs []error) (acc []change.Change, refused int) {
 	acc, found := a.accepted[:0], a.found[:0]
 	a.group++
 	defer clear(a.fresh) // its keys alias the caller's buffer
@@ -206,6 +230,7 @@ func (a *Accumulator) check(items []change.Change, errs []error) []change.Change
 			if cur, seen = a.fresh[id]; !seen && a.keys.Load()+newKeys >= a.maxPending {
 				a.m.rejected.Inc()
 				errs[i] = ErrBackoff
+				refused++
 				continue
 			}
 			newKey = !seen
@@ -214,6 +239,7 @@ func (a *Accumulator) check(items []change.Change, errs []error) []change.Change
 		if !ok {
 			a.m.rejected.Inc()
 			errs[i] = ErrOverflow
+			refused++
 			continue
 		}
 		switch {
@@ -229,7 +255,7 @@ func (a *Accumulator) check(items []change.Change, errs []error) []change.Change
 		found = append(found, c)
 	}
 	a.accepted, a.found = acc[:0], found // AddGroup reads found
-	return acc
+	return acc, refused
 }
 
 // Cut swaps the cells out into a round, rotating the journal so the

@@ -133,6 +133,12 @@ func (b *Buffer) AddGroup(items []change.Change, errs []error) (Ticket, error) {
 	return b.acc.AddGroup(items, errs)
 }
 
+// AddAll accepts all of a group of changes or none; see
+// Accumulator.AddAll.
+func (b *Buffer) AddAll(items []change.Change, errs []error) (Ticket, error) {
+	return b.acc.AddAll(items, errs)
+}
+
 // DrainAfter returns a context that ends d after ctx ends: the drain
 // context for Run, so a shutdown is bounded from the moment it begins.
 func DrainAfter(ctx context.Context, d time.Duration) context.Context {

@@ -17,14 +17,18 @@ import (
 const errNotInt = "ERR value is not an integer or out of range"
 
 // exec runs one command: an increment joins the session's group; any
-// other command first ends the group, then appends its reply. A non-nil
+// other command first ends the group, then appends its reply. Inside
+// MULTI every command is queued instead (multi.go). A non-nil
 // error ends the connection after the replies are written.
 func (c *session) exec(ctx context.Context, args [][]byte) error {
 	c.s.m.commands.Inc()
-	if !c.conn.needAuth && c.incr(args) {
+	if !c.conn.needAuth && c.tx == nil && c.incr(args) {
 		return nil
 	}
 	c.endGroup(ctx)
+	if !c.conn.needAuth && c.transaction(ctx, args) {
+		return nil
+	}
 	if c.connCommand(args) {
 		return nil
 	}

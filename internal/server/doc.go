@@ -37,6 +37,9 @@
 // (id, protocol, name, library, authentication) is the session's
 // connState; the registry lists open sessions for CLIENT LIST.
 //
+// MULTI/EXEC (multi.go) queues commands, checked as they arrive, and EXEC
+// accepts all their increments as one journal record or none of them.
+//
 // INCR, INCRBY, DECR and DECRBY reply with the amount the call added to the
 // stored count (INCRBY k 5 replies 5), not the new total as Redis does:
 // computing a total would cost a database read per increment. GET returns

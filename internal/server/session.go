@@ -45,6 +45,7 @@ type session struct {
 	errs  []error
 	// conn is the connection's protocol, name and authentication.
 	conn connState
+	tx   *tx // the open MULTI transaction, if any (multi.go)
 }
 
 // errQuit ends a session after its replies are written.
