@@ -13,11 +13,10 @@ function queue(multi, cmds) {
   return multi;
 }
 
-run('node-redis', 'redis', ({ socket }) => {
+run('node-redis', 'redis', ({ socket, onError }) => {
   const c = createClient({ socket: { path: socket } });
-  // Without a listener an 'error' event kills the process; the steps
-  // report the errors that matter.
-  c.on('error', () => {});
+  // Without a listener an 'error' event would kill the process.
+  c.on('error', onError);
   return {
     connect: async () => {
       await c.connect();

@@ -28,10 +28,22 @@ function version(name) {
   return 'unknown';
 }
 
+// errorEvents keeps the last distinct 'error' events the library emitted,
+// so a step that times out says why the library was stuck.
+const errorEvents = [];
+function onError(err) {
+  const m = message(err);
+  if (!errorEvents.includes(m)) errorEvents.push(m);
+  if (errorEvents.length > 3) errorEvents.shift();
+}
+
 function withTimeout(promise, ms, what) {
   let timer;
   const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => {
+      const events = errorEvents.length ? ` (the library's last 'error' events: ${errorEvents.join(' | ')})` : '';
+      reject(new Error(`${what}: no answer within ${ms} ms${events}`));
+    }, ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
@@ -66,7 +78,8 @@ function message(err) {
   return String(err);
 }
 
-// run executes the scenario against a ({socket}) => adapter with methods
+// run executes the scenario against a ({socket, onError}) => adapter, which
+// must pass the library's 'error' events to onError, with methods
 // connect, incr, incrby, get, mget, pipeline(cmds), transaction(cmds),
 // flush, close. cmds is a list of [key, by]: INCR when by is 1, else INCRBY.
 async function run(client, pkg, makeAdapter) {
@@ -85,7 +98,7 @@ async function run(client, pkg, makeAdapter) {
   };
 
   await step('connect', async () => {
-    a = makeAdapter({ socket });
+    a = makeAdapter({ socket, onError });
     expect('PING', await a.connect(), 'PONG');
   });
   const k = (s) => `${prefix}:${s}`;
