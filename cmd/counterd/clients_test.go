@@ -148,13 +148,14 @@ func checkReport(t *testing.T, db *pgtest.DB, d *daemon, rep clientReport) {
 	}
 }
 
-// logDaemonTrouble logs the daemon's warnings and errors (such as a
-// connection it closed), so a failing step can be matched with them.
+// logDaemonTrouble logs the daemon's warnings, errors and connections that
+// ended with an error, so a failing step can be matched with them.
 func logDaemonTrouble(t *testing.T, d *daemon) {
 	t.Helper()
 	var lines []string
 	for _, line := range strings.Split(d.log(), "\n") {
-		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+		ended := strings.Contains(line, `msg="connection ended"`) && !strings.Contains(line, "err=<nil>")
+		if ended || strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
 			lines = append(lines, line)
 		}
 	}
@@ -162,7 +163,7 @@ func logDaemonTrouble(t *testing.T, d *daemon) {
 		lines = append(lines[:20], fmt.Sprintf("... and %d more", len(lines)-20))
 	}
 	if len(lines) > 0 {
-		t.Logf("counterd warnings and errors:\n%s", strings.Join(lines, "\n"))
+		t.Logf("counterd warnings, errors and failed connections:\n%s", strings.Join(lines, "\n"))
 	}
 }
 
