@@ -11,6 +11,9 @@ if [[ $started_pg == 1 ]]; then
 	trap 'scripts/pg.sh stop' EXIT
 fi
 
+# The client libraries the end-to-end client tests drive (fast when present).
+scripts/clients.sh
+
 if [[ $# -gt 0 ]]; then
 	go test "$@" ./...
 	exit
