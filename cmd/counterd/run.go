@@ -14,6 +14,7 @@ import (
 	"github.com/counterd/counterd/internal/admin"
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/database"
+	"github.com/counterd/counterd/internal/glob"
 	"github.com/counterd/counterd/internal/hotness"
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/logging"
@@ -139,13 +140,17 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		opts.Identity = slots.Identity{Instance: jr.InstanceID(), Generation: jr.Generation()}
 	}
 	buf := pending.New(store, opts)
+	sample, err := glob.Parse(cfg.SampleKeys)
+	if err != nil {
+		return fmt.Errorf("BUG: COUNTERD_SAMPLE_KEYS passed validation: %w", err)
+	}
 	hot := hotness.New(hotness.Options{HotRate: cfg.HotRate, Target: cfg.HotTarget, MaxN: cfg.HotMaxN})
 	defer hot.Close()
 	srv := server.New(buf, server.Options{
 		Timeout:         cfg.FlushTimeout,
 		AckCommit:       cfg.Ack == "commit",
 		Hot:             hot,
-		Sample:          cfg.HotStrategy == "sample",
+		Sample:          sample,
 		MaxConns:        cfg.MaxConns,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Logger:          log,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/counterd/counterd/internal/glob"
 	"github.com/counterd/counterd/internal/journal"
 )
 
@@ -42,10 +43,12 @@ type Counterd struct {
 	// A post liked 1000 times a second is far beyond what coalescing
 	// needs help with on one daemon, but it is where one key's slot rows
 	// start to carry real write load across a fleet.
-	HotRate     float64 `env:"COUNTERD_HOT_RATE" envDefault:"1000" help:"a key is hot above this many increments per second"`
-	HotStrategy string  `env:"COUNTERD_HOT_STRATEGY" envDefault:"sample" help:"sample (record hot keys' increments with probability 1/N as +N) or exact"`
-	HotTarget   float64 `env:"COUNTERD_HOT_TARGET" envDefault:"100" help:"while hot, aim for this many recorded increments per second per key"`
-	HotMaxN     int     `env:"COUNTERD_HOT_MAX_N" envDefault:"1000" help:"largest sampling factor N"`
+	HotRate float64 `env:"COUNTERD_HOT_RATE" envDefault:"1000" help:"a key is hot above this many increments per second"`
+	// Empty by default: counts are exact unless an operator names the
+	// keys (page views, say) for which an estimate is good enough.
+	SampleKeys string  `env:"COUNTERD_SAMPLE_KEYS" help:"comma-separated glob patterns (* and ?) of keys whose increments are sampled while hot, as view:*,*:views; empty: never sample"`
+	HotTarget  float64 `env:"COUNTERD_HOT_TARGET" envDefault:"100" help:"while hot, aim for this many recorded increments per second per key"`
+	HotMaxN    int     `env:"COUNTERD_HOT_MAX_N" envDefault:"1000" help:"largest sampling factor N"`
 
 	Slots      int `env:"COUNTERD_SLOTS" envDefault:"16" help:"slot rows one key may spread over"`
 	Writers    int `env:"COUNTERD_WRITERS" envDefault:"2" help:"most transactions one flush round is split into (one per 2,000 keys), written at once (1..16)"`
@@ -94,8 +97,6 @@ func (c *Counterd) Validate() error {
 		return &Error{"COUNTERD_FLUSH_TIMEOUT", "must be positive"}
 	case c.MaxPendingKeys < 1:
 		return &Error{"COUNTERD_MAX_PENDING_KEYS", "must be at least 1"}
-	case c.HotStrategy != "sample" && c.HotStrategy != "exact":
-		return &Error{"COUNTERD_HOT_STRATEGY", fmt.Sprintf("%q is not sample or exact", c.HotStrategy)}
 	case c.HotRate <= 0:
 		return &Error{"COUNTERD_HOT_RATE", "must be positive"}
 	case c.HotTarget <= 0:
@@ -116,6 +117,9 @@ func (c *Counterd) Validate() error {
 		return &Error{"COUNTERD_STATEMENT_TIMEOUT", "must not be negative"}
 	case c.LockTimeout < 0:
 		return &Error{"COUNTERD_LOCK_TIMEOUT", "must not be negative"}
+	}
+	if _, err := glob.Parse(c.SampleKeys); err != nil {
+		return &Error{"COUNTERD_SAMPLE_KEYS", err.Error()}
 	}
 	return validLogFormat("COUNTERD_LOG_FORMAT", c.LogFormat)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/counterd/counterd/internal/glob"
 	"github.com/counterd/counterd/internal/hotness"
 	"github.com/counterd/counterd/internal/pending"
 )
@@ -23,9 +24,10 @@ type Options struct {
 	AckCommit bool
 	// Hot classifies keys; nil means no key is ever hot.
 	Hot *hotness.Classifier
-	// Sample records hot keys' increments probabilistically; otherwise
-	// Hot only feeds the HOT command.
-	Sample bool
+	// Sample names the keys whose increments are recorded
+	// probabilistically while hot; nil or empty samples none, and Hot
+	// then only feeds the HOT command.
+	Sample *glob.Matcher
 	// MaxConns is the most connections served at once (default 10000);
 	// past it a new connection gets an error reply and is closed.
 	MaxConns int
