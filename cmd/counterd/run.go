@@ -153,6 +153,8 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		Sample:          sample,
 		MaxConns:        cfg.MaxConns,
 		ShutdownTimeout: cfg.ShutdownTimeout,
+		WriteTimeout:    cfg.ClientWriteTimeout,
+		OutputLimit:     cfg.ClientOutputLimit,
 		Logger:          log,
 		Metrics:         set,
 	})

@@ -68,9 +68,17 @@ type Counterd struct {
 	// accept for everyone) or memory, far above what one app host needs.
 	MaxConns int `env:"COUNTERD_MAX_CONNS" envDefault:"10000" help:"most client connections; past it a new one gets -ERR max number of clients reached and is closed"`
 
-	ShutdownTimeout time.Duration `env:"COUNTERD_SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long connections may take to answer what they already sent (then they are closed), and then how long to keep retrying the final flush"`
-	LogLevel        slog.Level    `env:"COUNTERD_LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
-	LogFormat       string        `env:"COUNTERD_LOG_FORMAT" envDefault:"text" help:"text or json"`
+	// Redis's client-output-buffer-limit for normal clients is unlimited;
+	// a bound is safer, and counterd stops reading a connection once 64 KiB
+	// of replies wait, so only one enormous reply (MGET of a huge key
+	// list) could reach 64 MiB.
+	ClientOutputLimit int `env:"COUNTERD_CLIENT_OUTPUT_LIMIT" envDefault:"67108864" help:"most reply bytes pending for one connection; past it the connection is closed (at least 1048576)"`
+	// 30s: far longer than any healthy client takes to read, short
+	// enough that a stuck one does not hold a connection slot for long.
+	ClientWriteTimeout time.Duration `env:"COUNTERD_CLIENT_WRITE_TIMEOUT" envDefault:"30s" help:"a client that does not take its pending replies within this long is disconnected"`
+	ShutdownTimeout    time.Duration `env:"COUNTERD_SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long connections may take to answer what they already sent (then they are closed), and then how long to keep retrying the final flush"`
+	LogLevel           slog.Level    `env:"COUNTERD_LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
+	LogFormat          string        `env:"COUNTERD_LOG_FORMAT" envDefault:"text" help:"text or json"`
 }
 
 // resolve fills the socket path when COUNTERD_SOCKET is empty.
@@ -111,6 +119,10 @@ func (c *Counterd) Validate() error {
 		return &Error{"COUNTERD_DB_MAX_CONNS", "must exceed COUNTERD_WRITERS, so reads get a connection while a round is written"}
 	case c.MaxConns < 1:
 		return &Error{"COUNTERD_MAX_CONNS", "must be at least 1"}
+	case c.ClientOutputLimit < 1<<20:
+		return &Error{"COUNTERD_CLIENT_OUTPUT_LIMIT", "must be at least 1048576 (1 MiB)"}
+	case c.ClientWriteTimeout <= 0:
+		return &Error{"COUNTERD_CLIENT_WRITE_TIMEOUT", "must be positive"}
 	case c.ShutdownTimeout <= 0:
 		return &Error{"COUNTERD_SHUTDOWN_TIMEOUT", "must be positive"}
 	case c.StatementTimeout < 0:

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -36,10 +37,15 @@ type Options struct {
 	// them (default 30s).
 	ShutdownTimeout time.Duration
 	// WriteTimeout bounds one write of replies, so a client that stops
-	// reading cannot hold its connection forever (default 30s).
+	// reading cannot hold its connection forever (default 30s); past it
+	// the connection is closed.
 	WriteTimeout time.Duration
-	Logger       *slog.Logger
-	Metrics      *metrics.Set
+	// OutputLimit is the most reply bytes pending for one connection
+	// (default 64 MiB); past it the connection is closed, as Redis's
+	// client-output-buffer-limit does.
+	OutputLimit int
+	Logger      *slog.Logger
+	Metrics     *metrics.Set
 }
 
 // Server serves connections on one listener.
@@ -52,7 +58,9 @@ type Server struct {
 	closing bool // set once Serve's context ends; guarded by mu
 	wg      sync.WaitGroup
 
-	m serverMetrics
+	m      serverMetrics
+	out    outputMetrics
+	nextID atomic.Uint64 // names connections in logs
 }
 
 // New returns a Server that counts into buf.
@@ -69,6 +77,9 @@ func New(buf *pending.Buffer, opts Options) *Server {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 30 * time.Second
 	}
+	if opts.OutputLimit <= 0 {
+		opts.OutputLimit = 64 << 20
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -77,6 +88,7 @@ func New(buf *pending.Buffer, opts Options) *Server {
 	}
 	s := &Server{buf: buf, opts: opts, conns: map[net.Conn]struct{}{}}
 	s.m = newServerMetrics(opts.Metrics, s)
+	s.out = newOutputMetrics(opts.Metrics)
 	return s
 }
 

@@ -38,6 +38,7 @@ const (
 // session is one connection's state between reads.
 type session struct {
 	s   *Server
+	id  uint64 // names the connection in logs, never its keys
 	out []byte
 	// group holds the run of increments read since the last other
 	// command; they are journaled as one record and answered together.
@@ -55,7 +56,7 @@ var errQuit = errors.New("client quit")
 // buffer its keys alias is reused.
 func (s *Server) session(ctx context.Context, c net.Conn) error {
 	rd := resp.NewReader(c, readBufSize)
-	sess := &session{s: s, out: make([]byte, 0, outStartSize)}
+	sess := &session{s: s, id: s.nextID.Add(1), out: make([]byte, 0, outStartSize)}
 	for {
 		var quit error
 		for quit == nil {
@@ -71,6 +72,10 @@ func (s *Server) session(ctx context.Context, c net.Conn) error {
 				break
 			}
 			quit = sess.exec(ctx, args)
+			if sess.overLimit() {
+				sess.endGroup(ctx) // what was accepted is journaled, not answered
+				return errOutputLimit
+			}
 			if len(sess.out) >= maxPendingOut {
 				sess.endGroup(ctx)
 				if err := sess.write(c); err != nil {
@@ -108,6 +113,9 @@ func (c *session) write(conn net.Conn) error {
 	}
 	_ = conn.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
 	_, err := conn.Write(c.out)
+	if err != nil {
+		c.writeFailed(conn, err, len(c.out))
+	}
 	if cap(c.out) > maxKeptOut {
 		c.out = make([]byte, 0, outStartSize)
 	} else {
