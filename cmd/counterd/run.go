@@ -22,6 +22,7 @@ import (
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/server"
 	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/version"
 	"github.com/counterd/counterd/internal/socket"
 )
 
@@ -32,6 +33,7 @@ const usage = `usage: counterd [migrate]
 
   counterd          apply pending migrations, then serve the socket until SIGTERM
   counterd migrate  apply pending migrations and exit
+  counterd --version  print the version and exit
 
 Settings come from the environment:
 
@@ -43,6 +45,9 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		cmd = args[0]
 	}
 	switch {
+	case cmd == "--version" || cmd == "-version" || cmd == "version":
+		fmt.Fprintln(stdout, version.String("counterd"))
+		return nil
 	case cmd == "-h" || cmd == "--help" || cmd == "help":
 		fmt.Fprint(stdout, usage)
 		config.Usage[config.Counterd](stdout)
