@@ -22,8 +22,8 @@ import (
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/server"
 	"github.com/counterd/counterd/internal/slots"
-	"github.com/counterd/counterd/internal/version"
 	"github.com/counterd/counterd/internal/socket"
+	"github.com/counterd/counterd/internal/version"
 )
 
 // usageError is a bad command line or setting: exit code 2.
