@@ -3,7 +3,7 @@ module github.com/counterd/counterd
 go 1.26.8
 
 require (
-	github.com/VictoriaMetrics/metrics v1.35.1
+	github.com/VictoriaMetrics/metrics v1.44.0
 	github.com/caarlos0/env/v11 v11.4.2
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0

@@ -7,23 +7,23 @@ cd "$(dirname "$0")/.."
 
 . scripts/database.sh
 use_database DATABASE_URL
-# counterd's default socket (config.SocketRule), spelled out so this script
-# can wait for it and print it: a directory only this user can write.
+# Per-checkout defaults, so a second checkout's `make run` does not collide
+# with the first: the socket under this checkout's .run/ (0700, as counterd
+# requires), and a metrics port the kernel picks. counterd logs both.
+mkdir -p .run && chmod 700 .run
 if [[ -z ${COUNTERD_SOCKET:-} ]]; then
-	if [[ ${XDG_RUNTIME_DIR:-} == /* ]]; then
-		COUNTERD_SOCKET=$XDG_RUNTIME_DIR/counterd/counterd.sock
-	elif [[ $(id -u) == 0 ]]; then
-		COUNTERD_SOCKET=/run/counterd/counterd.sock
-	else
-		tmp=/tmp
-		if [[ ${TMPDIR:-} == /* ]]; then tmp=${TMPDIR%/}; fi
-		COUNTERD_SOCKET=$tmp/counterd-$(id -u)/counterd.sock
+	COUNTERD_SOCKET=$PWD/.run/counterd.sock
+	if (( ${#COUNTERD_SOCKET} > 107 )); then
+		# Too long for a Unix socket: a private directory under /tmp.
+		COUNTERD_SOCKET=$(mktemp -d "${TMPDIR:-/tmp}/counterd-run.XXXXXX")/counterd.sock
 	fi
 fi
 export COUNTERD_SOCKET
+export COUNTERD_METRICS_ADDR=${COUNTERD_METRICS_ADDR:-127.0.0.1:0}
 export COUNTERD_JOURNAL_DIR=${COUNTERD_JOURNAL_DIR:-$PWD/.journal}
 # Fold often, so the demo shows slot rows moving into counters.
 export ROLLUP_SCHEDULE=${ROLLUP_SCHEDULE:-@every 10s}
+log=.run/counterd.log
 
 pids=()
 cleanup() {
@@ -34,29 +34,43 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
-bin/counterd &
+# counterd's log goes to the terminal and to .run/counterd.log, where this
+# script reads the addresses it really listens on.
+: >"$log"
+bin/counterd 2> >(tee -a "$log" >&2) &
 pids+=($!)
 
 # counterd migrates the schema before it listens, so rollup starts after.
-for _ in $(seq 100); do [[ -S $COUNTERD_SOCKET ]] && break; sleep 0.1; done
-if [[ ! -S $COUNTERD_SOCKET ]]; then
-	echo "counterd did not start; see its error above" >&2
+for _ in $(seq 300); do
+	grep -q 'msg="counterd ready"' "$log" && break
+	if ! kill -0 "${pids[0]}" 2>/dev/null; then break; fi
+	sleep 0.1
+done
+if ! grep -q 'msg="counterd ready"' "$log"; then
+	echo "make run: counterd failed to start; its log is above and in $log" >&2
 	exit 1
 fi
+socket=$(sed -n 's/.*msg="counterd ready" socket=\([^ ]*\).*/\1/p' "$log" | tail -1)
+metrics=$(sed -n 's/.*msg="serving metrics" addr=\([^ ]*\).*/\1/p' "$log" | tail -1)
 bin/rollup &
 pids+=($!)
 cat <<MSG
 
-counterd is listening on $COUNTERD_SOCKET; rollup folds $ROLLUP_SCHEDULE.
+counterd is listening on $socket; metrics on ${metrics:-(off)}; rollup folds $ROLLUP_SCHEDULE.
 Try, in another terminal:
 
-  redis-cli -s $COUNTERD_SOCKET incr post:42
-  printf 'incrby post:42 5\r\nget post:42\r\n' | nc -U -q1 $COUNTERD_SOCKET
-  redis-cli -s $COUNTERD_SOCKET flush
+  redis-cli -s $socket incr post:42      # 1: INCR replies the amount added
+  redis-cli -s $socket get post:42       # the total
+  printf 'incrby post:42 5\r\nget post:42\r\n' | nc -U -q1 $socket
+  redis-cli -s $socket flush
   psql '$DATABASE_URL' -c 'select * from counter_totals'
-  curl -s localhost:9464/metrics | grep ^counterd_
+  curl -s http://${metrics:-127.0.0.1:9464}/metrics | grep ^counterd_
 
 Ctrl-C stops counterd, rollup and (if started here) PostgreSQL.
 
 MSG
-wait -n "${pids[@]}" || true
+# If counterd or rollup exits by itself, say so and fail.
+rc=0
+wait -n "${pids[@]}" || rc=$?
+echo "make run: counterd or rollup exited (status $rc); stopping" >&2
+exit $(( rc == 0 ? 1 : rc ))

@@ -34,7 +34,7 @@ type counterdServer struct {
 
 // counterdOwn are the settings the run decides; other COUNTERD_*
 // variables in the environment reach counterd unchanged.
-var counterdOwn = []string{"DATABASE_URL", "COUNTERD_SOCKET", "COUNTERD_JOURNAL_DIR", "COUNTERD_METRICS_ADDR", "COUNTERD_LOG_FORMAT"}
+var counterdOwn = []string{"DATABASE_URL", "COUNTERD_SOCKET", "COUNTERD_JOURNAL_DIR", "COUNTERD_METRICS_ADDR", "COUNTERD_LOG_FORMAT", "COUNTERD_SAMPLE_KEYS"}
 
 // startCounterd starts counterd on the first call and returns it after.
 func (b *bench) startCounterd(ctx context.Context) (*counterdServer, error) {
@@ -52,8 +52,9 @@ func (b *bench) startCounterd(ctx context.Context) (*counterdServer, error) {
 		"COUNTERD_JOURNAL_DIR=" + filepath.Join(dir, "journal"),
 		"COUNTERD_METRICS_ADDR=127.0.0.1:0",
 		"COUNTERD_LOG_FORMAT=text",
-		// Hot keys are sampled by default; the run checks exact totals.
-		"COUNTERD_HOT_STRATEGY=exact",
+		// The run checks exact totals: never sample, whatever the
+		// environment says.
+		"COUNTERD_SAMPLE_KEYS=",
 	}
 	for _, kv := range b.environ {
 		k, _, _ := strings.Cut(kv, "=")

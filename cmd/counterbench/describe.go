@@ -115,7 +115,7 @@ func (b *bench) describeSettings() [][2]string {
 		{"clients", strings.Join(clients, ", ")},
 		{"keys", strings.Join(keys, "; ") + "; key names " + keyspace.Prefix + "N"},
 		{"SQL approaches", fmt.Sprintf("one table each in schema %s, fillfactor 70; single-row tables hold every key; slotted tables %d slots; probabilistic N = %d; pgx, one connection per client", c.Schema, pattern.Slots, pattern.SampleN)},
-		{"counterd", "started by the run with its defaults (journal on, fsync everysec), except COUNTERD_HOT_STRATEGY=exact so totals can be checked, and any COUNTERD_* set in the environment"},
+		{"counterd", "started by the run with its defaults (journal on, fsync everysec, no sampling, so totals can be checked) and any other COUNTERD_* set in the environment"},
 		{"redis-server", "started by the run: Unix socket only, --save '' --appendonly no"},
 	}
 	if c.runs("ceiling") {

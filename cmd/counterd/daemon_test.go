@@ -75,8 +75,6 @@ func newDaemon(t testing.TB, db *pgtest.DB, extra ...string) *daemon {
 		"COUNTERD_JOURNAL_DIR=" + d.journal,
 		"COUNTERD_METRICS_ADDR=127.0.0.1:0",
 		"COUNTERD_LOG_LEVEL=debug",
-		// Tests count exactly unless they ask for sampling.
-		"COUNTERD_HOT_STRATEGY=exact",
 	}, extra...)
 	return d
 }

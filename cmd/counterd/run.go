@@ -14,6 +14,7 @@ import (
 	"github.com/counterd/counterd/internal/admin"
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/database"
+	"github.com/counterd/counterd/internal/glob"
 	"github.com/counterd/counterd/internal/hotness"
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/logging"
@@ -22,6 +23,7 @@ import (
 	"github.com/counterd/counterd/internal/server"
 	"github.com/counterd/counterd/internal/slots"
 	"github.com/counterd/counterd/internal/socket"
+	"github.com/counterd/counterd/internal/version"
 )
 
 // usageError is a bad command line or setting: exit code 2.
@@ -31,6 +33,7 @@ const usage = `usage: counterd [migrate]
 
   counterd          apply pending migrations, then serve the socket until SIGTERM
   counterd migrate  apply pending migrations and exit
+  counterd --version  print the version and exit
 
 Settings come from the environment:
 
@@ -42,6 +45,9 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		cmd = args[0]
 	}
 	switch {
+	case cmd == "--version" || cmd == "-version" || cmd == "version":
+		fmt.Fprintln(stdout, version.String("counterd"))
+		return nil
 	case cmd == "-h" || cmd == "--help" || cmd == "help":
 		fmt.Fprint(stdout, usage)
 		config.Usage[config.Counterd](stdout)
@@ -139,16 +145,22 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		opts.Identity = slots.Identity{Instance: jr.InstanceID(), Generation: jr.Generation()}
 	}
 	buf := pending.New(store, opts)
+	sample, err := glob.Parse(cfg.SampleKeys)
+	if err != nil {
+		return fmt.Errorf("BUG: COUNTERD_SAMPLE_KEYS passed validation: %w", err)
+	}
 	hot := hotness.New(hotness.Options{HotRate: cfg.HotRate, Target: cfg.HotTarget, MaxN: cfg.HotMaxN})
 	defer hot.Close()
 	srv := server.New(buf, server.Options{
 		Timeout:         cfg.FlushTimeout,
 		AckCommit:       cfg.Ack == "commit",
 		Hot:             hot,
-		Sample:          cfg.HotStrategy == "sample",
+		Sample:          sample,
 		MaxConns:        cfg.MaxConns,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Password:        cfg.Password,
+		WriteTimeout:    cfg.ClientWriteTimeout,
+		OutputLimit:     cfg.ClientOutputLimit,
 		Logger:          log,
 		Metrics:         set,
 	})

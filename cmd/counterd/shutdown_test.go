@@ -3,12 +3,15 @@ package main
 import (
 	"bufio"
 	"context"
+	"math/rand/v2"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/counterd/counterd/internal/bench/loadgen"
 	"github.com/counterd/counterd/internal/pgtest"
 )
 
@@ -149,5 +152,30 @@ func TestShutdownAnswersFlushInProgress(t *testing.T) {
 	}
 	if got := total(t, db, "post:f"); got != 1 {
 		t.Fatalf("post:f: got %d; want 1", got)
+	}
+}
+
+// SIGTERM while clients are busy is a clean stop: exit 0 and no ERROR
+// line (a cancelled context at shutdown is not an error).
+func TestCleanStopLogsNoError(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db, "COUNTERD_LOG_LEVEL=info")
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		// Errors are expected: the daemon closes the connections.
+		_, _ = loadgen.Run(context.Background(), loadgen.Config{
+			Network: "unix", Addr: d.socket, Clients: 8, Pipeline: 16, Duration: 3 * time.Second,
+			Key: func(rng *rand.Rand, _, _ int) string { return "post:" + strconv.Itoa(rng.IntN(1000)) },
+		})
+	}()
+	time.Sleep(time.Second) // let the load run into flush rounds
+	d.stop()
+	<-loaded
+	for _, line := range strings.Split(d.log(), "\n") {
+		if strings.Contains(line, "level=ERROR") {
+			t.Errorf("an error logged around a clean SIGTERM: %s", line)
+		}
 	}
 }

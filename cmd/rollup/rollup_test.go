@@ -125,7 +125,7 @@ func TestScheduleRunsAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(binary)
-	cmd.Env = []string{"DATABASE_URL=" + db.URL, "ROLLUP_SCHEDULE=@every 1s"}
+	cmd.Env = []string{"DATABASE_URL=" + db.URL, "ROLLUP_SCHEDULE=@every 1s", "ROLLUP_LOG_LEVEL=debug"}
 	// If the test binary dies, the scheduler dies with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// An io.Pipe, not StderrPipe: the scanner may still read while Wait
@@ -146,26 +146,46 @@ func TestScheduleRunsAndStops(t *testing.T) {
 		_ = cmd.Process.Kill()
 		<-exited // reaped, whichever way the test ended
 	})
+	// passed closes after the pass that folds the row and then one that
+	// finds nothing.
 	passed := make(chan struct{})
+	var log strings.Builder // written by the scanner until exited
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(pr)
+		folded, idle := false, false
 		for sc.Scan() {
-			if strings.Contains(sc.Text(), "msg=\"rollup pass\"") && strings.Contains(sc.Text(), "slot_rows=1") {
+			line := sc.Text()
+			log.WriteString(line + "\n")
+			switch {
+			case !strings.Contains(line, `msg="rollup pass"`):
+			case strings.Contains(line, "slot_rows=1"):
+				folded = true
+			case folded && strings.Contains(line, "slot_rows=0") && !idle:
+				idle = true
 				close(passed)
-				break
 			}
 		}
-		_, _ = io.Copy(io.Discard, pr)
 	}()
 	select {
 	case <-passed:
 	case <-time.After(30 * time.Second):
-		t.Fatal("no rollup pass within 30s on a 1s schedule")
+		t.Fatal("no rollup pass folding the row, then an idle one, within 30s on a 1s schedule")
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	<-exited
+	<-scanned
 	if waitErr != nil {
 		t.Fatalf("exit after SIGTERM: %v; want 0", waitErr)
+	}
+	for _, line := range strings.Split(log.String(), "\n") {
+		if strings.Contains(line, "level=ERROR") {
+			t.Errorf("an error logged around a clean SIGTERM: %s", line)
+		}
+		if strings.Contains(line, `level=INFO msg="rollup pass"`) && strings.Contains(line, "slot_rows=0") {
+			t.Errorf("a pass with nothing to do logged at info: %s", line)
+		}
 	}
 	if got := sum(t, db, "counters", "total"); got != 5 {
 		t.Fatalf("counters: got %d; want 5", got)
@@ -207,5 +227,17 @@ func TestBadScheduleExitsTwo(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "ROLLUP_SCHEDULE") {
 		t.Fatalf("got %v, %q; want exit 2 naming ROLLUP_SCHEDULE", err, out)
+	}
+}
+
+// --version prints one line naming the program and needs no settings.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command(binary, "--version").Output()
+	if err != nil {
+		t.Fatalf("rollup --version: %v", err)
+	}
+	if s := string(out); !strings.HasPrefix(s, "rollup ") || strings.Count(s, "\n") != 1 {
+		t.Fatalf("rollup --version: got %q; want one line starting with rollup", s)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/counterd/counterd/internal/database"
 	"github.com/counterd/counterd/internal/logging"
 	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/version"
 )
 
 // usageError is a bad command line or setting: exit code 2.
@@ -22,6 +23,7 @@ const usage = `usage: rollup [once]
 
   rollup       fold slot rows into counters on ROLLUP_SCHEDULE until SIGTERM
   rollup once  fold once and exit
+  rollup --version  print the version and exit
 
 Settings come from the environment:
 
@@ -33,6 +35,9 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		cmd = args[0]
 	}
 	switch {
+	case cmd == "--version" || cmd == "-version" || cmd == "version":
+		fmt.Fprintln(stdout, version.String("rollup"))
+		return nil
 	case cmd == "-h" || cmd == "--help" || cmd == "help":
 		fmt.Fprint(stdout, usage)
 		config.Usage[config.Rollup](stdout)
@@ -77,7 +82,13 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 			return fmt.Errorf("rollup pass: %w", err)
 		}
 		took := time.Since(start).Round(time.Millisecond)
-		log.Info("rollup pass", "slot_rows", res.Rows, "keys", res.Keys, "chunks", res.Chunks,
+		// A pass that found nothing to do is routine: debug, so an idle
+		// scheduler's log stays quiet.
+		level := slog.LevelInfo
+		if res.Rows == 0 && res.Skipped == 0 && pruned == 0 && foldErr == nil {
+			level = slog.LevelDebug
+		}
+		log.Log(ctx, level, "rollup pass", "slot_rows", res.Rows, "keys", res.Keys, "chunks", res.Chunks,
 			"limited", res.Limited, "skipped", res.Skipped, "left", res.Left, "pruned_instances", pruned, "took", took)
 		fmt.Fprintf(stdout, "folded %d slot rows into %d keys in %d chunks in %v; %s\n", res.Rows, res.Keys, res.Chunks, took, left(res))
 		if foldErr != nil {
@@ -109,6 +120,12 @@ func schedule(ctx context.Context, spec string, log *slog.Logger, pass func() er
 	c := cron.New(cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
 	if _, err := c.AddFunc(spec, func() {
 		if err := pass(); err != nil {
+			if ctx.Err() != nil {
+				// SIGTERM cancelled the pass; its chunks are atomic, so
+				// nothing is half done. Not an error.
+				log.Info("rollup pass cut short by shutdown", "err", err)
+				return
+			}
 			log.Error("rollup pass failed", "err", err)
 		}
 	}); err != nil {

@@ -19,6 +19,10 @@ import (
 // anything an operator should know either way; nil means always ready. profile adds Go's /debug/pprof
 // endpoints, for profiling a running daemon.
 func Handler(sets []*metrics.Set, ready func(context.Context) (string, error), profile bool) http.Handler {
+	// # HELP and # TYPE lines: promtool and strict scrapers want them.
+	// The switch is global to the metrics package; counterd has one
+	// exposition, so turning it on here is turning it on everywhere.
+	metrics.ExposeMetadata(true)
 	mux := http.NewServeMux()
 	if profile {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)

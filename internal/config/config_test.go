@@ -45,6 +45,8 @@ func TestLoadCounterd(t *testing.T) {
 	f([]string{db, "COUNTERD_STATEMENT_TIMEOUT=-1s"}, "COUNTERD_STATEMENT_TIMEOUT")
 	f([]string{db, "COUNTERD_LOCK_TIMEOUT=soon"}, "COUNTERD_LOCK_TIMEOUT")
 	f([]string{db, "COUNTERD_LOCK_TIMEOUT=-5s"}, "COUNTERD_LOCK_TIMEOUT")
+	f([]string{db, "COUNTERD_SAMPLE_KEYS=view:*,*:views"}, "")
+	f([]string{db, "COUNTERD_SAMPLE_KEYS=view:*,"}, "COUNTERD_SAMPLE_KEYS")
 }
 
 func TestDefaults(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/counterd/counterd/internal/glob"
 	"github.com/counterd/counterd/internal/journal"
 )
 
@@ -42,10 +43,12 @@ type Counterd struct {
 	// A post liked 1000 times a second is far beyond what coalescing
 	// needs help with on one daemon, but it is where one key's slot rows
 	// start to carry real write load across a fleet.
-	HotRate     float64 `env:"COUNTERD_HOT_RATE" envDefault:"1000" help:"a key is hot above this many increments per second"`
-	HotStrategy string  `env:"COUNTERD_HOT_STRATEGY" envDefault:"sample" help:"sample (record hot keys' increments with probability 1/N as +N) or exact"`
-	HotTarget   float64 `env:"COUNTERD_HOT_TARGET" envDefault:"100" help:"while hot, aim for this many recorded increments per second per key"`
-	HotMaxN     int     `env:"COUNTERD_HOT_MAX_N" envDefault:"1000" help:"largest sampling factor N"`
+	HotRate float64 `env:"COUNTERD_HOT_RATE" envDefault:"1000" help:"a key is hot above this many increments per second"`
+	// Empty by default: counts are exact unless an operator names the
+	// keys (page views, say) for which an estimate is good enough.
+	SampleKeys string  `env:"COUNTERD_SAMPLE_KEYS" help:"comma-separated glob patterns (* and ?) of keys whose increments are sampled while hot, as view:*,*:views; empty: never sample"`
+	HotTarget  float64 `env:"COUNTERD_HOT_TARGET" envDefault:"100" help:"while hot, aim for this many recorded increments per second per key"`
+	HotMaxN    int     `env:"COUNTERD_HOT_MAX_N" envDefault:"1000" help:"largest sampling factor N"`
 
 	Slots      int `env:"COUNTERD_SLOTS" envDefault:"16" help:"slot rows one key may spread over"`
 	Writers    int `env:"COUNTERD_WRITERS" envDefault:"2" help:"most transactions one flush round is split into (one per 2,000 keys), written at once (1..16)"`
@@ -68,9 +71,17 @@ type Counterd struct {
 	// Empty means no password, as a Redis default user without one.
 	Password string `env:"COUNTERD_PASSWORD" help:"when set, clients must AUTH (or HELLO ... AUTH default <password>) before other commands (never logged)"`
 
-	ShutdownTimeout time.Duration `env:"COUNTERD_SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long connections may take to answer what they already sent (then they are closed), and then how long to keep retrying the final flush"`
-	LogLevel        slog.Level    `env:"COUNTERD_LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
-	LogFormat       string        `env:"COUNTERD_LOG_FORMAT" envDefault:"text" help:"text or json"`
+	// Redis's client-output-buffer-limit for normal clients is unlimited;
+	// a bound is safer, and counterd stops reading a connection once 64 KiB
+	// of replies wait, so only one enormous reply (MGET of a huge key
+	// list) could reach 64 MiB.
+	ClientOutputLimit int `env:"COUNTERD_CLIENT_OUTPUT_LIMIT" envDefault:"67108864" help:"most reply bytes pending for one connection; past it the connection is closed (at least 1048576)"`
+	// 30s: far longer than any healthy client takes to read, short
+	// enough that a stuck one does not hold a connection slot for long.
+	ClientWriteTimeout time.Duration `env:"COUNTERD_CLIENT_WRITE_TIMEOUT" envDefault:"30s" help:"a client that does not take its pending replies within this long is disconnected"`
+	ShutdownTimeout    time.Duration `env:"COUNTERD_SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long connections may take to answer what they already sent (then they are closed), and then how long to keep retrying the final flush"`
+	LogLevel           slog.Level    `env:"COUNTERD_LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
+	LogFormat          string        `env:"COUNTERD_LOG_FORMAT" envDefault:"text" help:"text or json"`
 }
 
 // resolve fills the socket path when COUNTERD_SOCKET is empty.
@@ -97,8 +108,6 @@ func (c *Counterd) Validate() error {
 		return &Error{"COUNTERD_FLUSH_TIMEOUT", "must be positive"}
 	case c.MaxPendingKeys < 1:
 		return &Error{"COUNTERD_MAX_PENDING_KEYS", "must be at least 1"}
-	case c.HotStrategy != "sample" && c.HotStrategy != "exact":
-		return &Error{"COUNTERD_HOT_STRATEGY", fmt.Sprintf("%q is not sample or exact", c.HotStrategy)}
 	case c.HotRate <= 0:
 		return &Error{"COUNTERD_HOT_RATE", "must be positive"}
 	case c.HotTarget <= 0:
@@ -113,12 +122,19 @@ func (c *Counterd) Validate() error {
 		return &Error{"COUNTERD_DB_MAX_CONNS", "must exceed COUNTERD_WRITERS, so reads get a connection while a round is written"}
 	case c.MaxConns < 1:
 		return &Error{"COUNTERD_MAX_CONNS", "must be at least 1"}
+	case c.ClientOutputLimit < 1<<20:
+		return &Error{"COUNTERD_CLIENT_OUTPUT_LIMIT", "must be at least 1048576 (1 MiB)"}
+	case c.ClientWriteTimeout <= 0:
+		return &Error{"COUNTERD_CLIENT_WRITE_TIMEOUT", "must be positive"}
 	case c.ShutdownTimeout <= 0:
 		return &Error{"COUNTERD_SHUTDOWN_TIMEOUT", "must be positive"}
 	case c.StatementTimeout < 0:
 		return &Error{"COUNTERD_STATEMENT_TIMEOUT", "must not be negative"}
 	case c.LockTimeout < 0:
 		return &Error{"COUNTERD_LOCK_TIMEOUT", "must not be negative"}
+	}
+	if _, err := glob.Parse(c.SampleKeys); err != nil {
+		return &Error{"COUNTERD_SAMPLE_KEYS", err.Error()}
 	}
 	return validLogFormat("COUNTERD_LOG_FORMAT", c.LogFormat)
 }

@@ -96,6 +96,9 @@ func (f *Flusher) Run(ctx, drain context.Context) error {
 			f.countOverflows(ctx)
 			continue
 		}
+		if ctx.Err() != nil {
+			continue // shutting down: the final flush above does the rest
+		}
 		// flushAll retries until it succeeds or ctx ends.
 		_ = f.flushAll(ctx)
 	}
@@ -123,6 +126,12 @@ func (f *Flusher) flushAll(ctx context.Context) error {
 		if err == nil {
 			attempt = 0
 			continue
+		}
+		if ctx.Err() != nil {
+			// Shutdown cancelled the write; the final flush (or, past
+			// its deadline, the next start) writes the round again. Not
+			// a failure to report here.
+			return err
 		}
 		f.m.flushErrors.Inc()
 		f.opts.Logger.Error("flush failed; will retry", "queued_rounds", f.QueuedRounds(), "attempt", attempt+1, "err", err)

@@ -9,8 +9,8 @@ type bufferMetrics struct {
 	flushErrors       *metrics.Counter
 	duplicates        *metrics.Counter
 	replayedRounds    *metrics.Counter
-	flushDuration     *metrics.Histogram
-	batchKeys         *metrics.Histogram
+	flushDuration     *metrics.PrometheusHistogram
+	batchKeys         *metrics.PrometheusHistogram
 	keysWritten       *metrics.Counter
 	identityConflicts *metrics.Counter
 }
@@ -27,8 +27,10 @@ func newBufferMetrics(set *metrics.Set, b *Buffer) *bufferMetrics {
 		flushErrors:    set.NewCounter(`counterd_flush_errors_total`),
 		duplicates:     set.NewCounter(`counterd_flush_duplicates_total`),
 		replayedRounds: set.NewCounter(`counterd_replayed_rounds_total`),
-		flushDuration:  set.NewHistogram(`counterd_flush_duration_seconds`),
-		batchKeys:      set.NewHistogram(`counterd_flush_batch_keys`),
+		// Prometheus histograms (le buckets), which every scraper
+		// understands: 5 ms .. 10 s for rounds, 1 .. 262,144 keys per round.
+		flushDuration: set.NewPrometheusHistogram(`counterd_flush_duration_seconds`),
+		batchKeys:     set.NewPrometheusHistogramExt(`counterd_flush_batch_keys`, metrics.ExponentialBuckets(1, 4, 10)),
 		// One slot row written per key of a committed round; with
 		// counterd_increments_accepted_total it gives rows per increment.
 		keysWritten: set.NewCounter(`counterd_flush_keys_total`),

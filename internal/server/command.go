@@ -72,8 +72,9 @@ func (c *session) incr(args [][]byte) bool {
 }
 
 // sample observes one increment event of weight d and, when its key is hot
-// and sampling is on, applies the probabilistic increment: INCRBY k d is
-// one event of weight d, recorded as N·d with probability 1/N.
+// and matches Options.Sample, applies the probabilistic increment: INCRBY
+// k d is one event of weight d, recorded as N·d with probability 1/N.
+// Only hot keys are matched, and matching does not allocate.
 func (s *Server) sample(key []byte, d int64) change.Change {
 	// The key aliases the read buffer until the group ends: AddGroup
 	// copies what it keeps.
@@ -82,7 +83,7 @@ func (s *Server) sample(key []byte, d int64) change.Change {
 		return it
 	}
 	n := s.opts.Hot.Observe(key)
-	if n <= 1 || !s.opts.Sample {
+	if n <= 1 || !s.opts.Sample.Match(it.Key) {
 		return it
 	}
 	it.Delta, it.Var = hotness.Sample(d, n, rand.Uint64())
@@ -230,8 +231,8 @@ func (s *Server) hot(out []byte) []byte {
 	out = resp.AppendArrayHeader(out, len(keys))
 	for _, k := range keys {
 		n := k.N
-		if !s.opts.Sample {
-			n = 1
+		if !s.opts.Sample.Match(k.Key) {
+			n = 1 // counted exactly
 		}
 		out = resp.AppendArrayHeader(out, 3)
 		out = resp.AppendBulkString(out, k.Key)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/counterd/counterd/internal/glob"
 	"github.com/counterd/counterd/internal/hotness"
 	"github.com/counterd/counterd/internal/pending"
 )
@@ -23,9 +24,10 @@ type Options struct {
 	AckCommit bool
 	// Hot classifies keys; nil means no key is ever hot.
 	Hot *hotness.Classifier
-	// Sample records hot keys' increments probabilistically; otherwise
-	// Hot only feeds the HOT command.
-	Sample bool
+	// Sample names the keys whose increments are recorded
+	// probabilistically while hot; nil or empty samples none, and Hot
+	// then only feeds the HOT command.
+	Sample *glob.Matcher
 	// MaxConns is the most connections served at once (default 10000);
 	// past it a new connection gets an error reply and is closed.
 	MaxConns int
@@ -34,13 +36,18 @@ type Options struct {
 	// them (default 30s).
 	ShutdownTimeout time.Duration
 	// WriteTimeout bounds one write of replies, so a client that stops
-	// reading cannot hold its connection forever (default 30s).
+	// reading cannot hold its connection forever (default 30s); past it
+	// the connection is closed.
 	WriteTimeout time.Duration
 	// Password, when set, is required (AUTH or HELLO ... AUTH, user
 	// "default") before any command but AUTH, HELLO and QUIT.
 	Password string
-	Logger   *slog.Logger
-	Metrics  *metrics.Set
+	// OutputLimit is the most reply bytes pending for one connection
+	// (default 64 MiB); past it the connection is closed, as Redis's
+	// client-output-buffer-limit does.
+	OutputLimit int
+	Logger      *slog.Logger
+	Metrics     *metrics.Set
 }
 
 // Server serves connections on one listener.
@@ -54,6 +61,7 @@ type Server struct {
 	wg      sync.WaitGroup
 
 	m   serverMetrics
+	out outputMetrics
 	reg registry
 }
 
@@ -71,6 +79,9 @@ func New(buf *pending.Buffer, opts Options) *Server {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 30 * time.Second
 	}
+	if opts.OutputLimit <= 0 {
+		opts.OutputLimit = 64 << 20
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -80,6 +91,7 @@ func New(buf *pending.Buffer, opts Options) *Server {
 	s := &Server{buf: buf, opts: opts, conns: map[net.Conn]struct{}{}}
 	s.m = newServerMetrics(opts.Metrics, s)
 	s.reg.init(time.Now)
+	s.out = newOutputMetrics(opts.Metrics)
 	return s
 }
 

@@ -75,6 +75,10 @@ func (s *Server) session(ctx context.Context, c net.Conn) error {
 				break
 			}
 			quit = sess.exec(ctx, args)
+			if sess.overLimit() {
+				sess.endGroup(ctx) // what was accepted is journaled, not answered
+				return errOutputLimit
+			}
 			if len(sess.out) >= maxPendingOut {
 				sess.endGroup(ctx)
 				if err := sess.write(c); err != nil {
@@ -113,6 +117,9 @@ func (c *session) write(conn net.Conn) error {
 	}
 	_ = conn.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
 	_, err := conn.Write(c.out)
+	if err != nil {
+		c.writeFailed(conn, err, len(c.out))
+	}
 	if cap(c.out) > maxKeptOut {
 		c.out = make([]byte, 0, outStartSize)
 	} else {

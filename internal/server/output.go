@@ -1,0 +1,62 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"os"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// Why a connection was closed for its output, as Redis's
+// client-output-buffer-limit does: the metric's reason label.
+const (
+	// reasonOutputLimit: the replies pending for the connection passed
+	// Options.OutputLimit.
+	reasonOutputLimit = "output_limit"
+	// reasonWriteTimeout: the client did not take its replies within
+	// Options.WriteTimeout.
+	reasonWriteTimeout = "write_timeout"
+)
+
+// outputMetrics count connections closed for their output, by reason.
+type outputMetrics struct {
+	outputLimit  *metrics.Counter
+	writeTimeout *metrics.Counter
+}
+
+func newOutputMetrics(set *metrics.Set) outputMetrics {
+	return outputMetrics{
+		outputLimit:  set.NewCounter(`counterd_clients_disconnected_total{reason="` + reasonOutputLimit + `"}`),
+		writeTimeout: set.NewCounter(`counterd_clients_disconnected_total{reason="` + reasonWriteTimeout + `"}`),
+	}
+}
+
+// errOutputLimit ends a session whose pending replies passed the limit.
+var errOutputLimit = errors.New("replies pending past the output limit")
+
+// overLimit reports whether the replies pending for a connection passed
+// Options.OutputLimit; if so it counts and logs the disconnection. Writes
+// start at maxPendingOut, so only one command's very large reply (MGET of
+// a huge key list, say) can get there.
+func (c *session) overLimit() bool {
+	if len(c.out) <= c.s.opts.OutputLimit {
+		return false
+	}
+	c.s.out.outputLimit.Inc()
+	c.s.opts.Logger.Warn("closing connection: replies pending past COUNTERD_CLIENT_OUTPUT_LIMIT",
+		"conn", c.conn.id, "pending_bytes", len(c.out), "limit", c.s.opts.OutputLimit)
+	return true
+}
+
+// writeFailed counts and logs a write that ended the connection because
+// the client stopped reading. Other write errors (the client went away,
+// shutdown closed it) are ordinary ends, not logged as warnings.
+func (c *session) writeFailed(conn net.Conn, err error, pending int) {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return
+	}
+	c.s.out.writeTimeout.Inc()
+	c.s.opts.Logger.Warn("closing connection: client did not read its replies within COUNTERD_CLIENT_WRITE_TIMEOUT",
+		"conn", c.conn.id, "remote", conn.RemoteAddr().String(), "pending_bytes", pending, "timeout", c.s.opts.WriteTimeout)
+}
