@@ -57,6 +57,7 @@ func (s *Server) newSession(conn net.Conn) *session {
 	id := s.reg.nextID.Add(1)
 	s.reg.total.Add(1)
 	sess := &session{s: s, out: make([]byte, 0, outStartSize)}
+	sess.ob.cond.L = &sess.ob.mu
 	st := &sess.conn
 	st.id, st.fd, st.flags = id, fdOf(conn), "N"
 	st.needAuth = s.opts.Password != ""

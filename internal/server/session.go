@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"time"
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/resp"
@@ -46,6 +45,8 @@ type session struct {
 	// conn is the connection's protocol, name and authentication.
 	conn connState
 	tx   *tx // the open MULTI transaction, if any (multi.go)
+	// ob writes the replies a client does not take at once (outbox.go).
+	ob outbox
 }
 
 // errQuit ends a session after its replies are written.
@@ -60,6 +61,7 @@ func (s *Server) session(ctx context.Context, c net.Conn) error {
 	rd := resp.NewReader(c, readBufSize)
 	sess := s.newSession(c)
 	defer s.removeSession(sess)
+	defer sess.ob.close() // before the connection is closed
 	for {
 		var quit error
 		for quit == nil {
@@ -107,26 +109,4 @@ func (s *Server) session(ctx context.Context, c net.Conn) error {
 		}
 		sess.conn.touch(s.reg.now())
 	}
-}
-
-// write sends the pending replies under a deadline and empties the
-// buffer, giving a large one back.
-func (c *session) write(conn net.Conn) error {
-	if len(c.out) == 0 {
-		return nil
-	}
-	_ = conn.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
-	_, err := conn.Write(c.out)
-	if err != nil {
-		c.writeFailed(conn, err, len(c.out))
-	}
-	if cap(c.out) > maxKeptOut {
-		c.out = make([]byte, 0, outStartSize)
-	} else {
-		c.out = c.out[:0]
-	}
-	if err != nil {
-		return fmt.Errorf("write replies: %w", err)
-	}
-	return nil
 }
