@@ -72,9 +72,9 @@ type Counterd struct {
 	Password string `env:"COUNTERD_PASSWORD" help:"when set, clients must AUTH (or HELLO ... AUTH default <password>) before other commands (never logged)"`
 
 	// Redis's client-output-buffer-limit for normal clients is unlimited;
-	// a bound is safer, and counterd stops reading a connection once 64 KiB
-	// of replies wait, so only one enormous reply (MGET of a huge key
-	// list) could reach 64 MiB.
+	// a bound is safer. counterd stops reading a connection while half of
+	// it is unsent, so a client that reads gets near it only with one
+	// enormous reply (MGET of a huge key list).
 	ClientOutputLimit int `env:"COUNTERD_CLIENT_OUTPUT_LIMIT" envDefault:"67108864" help:"most reply bytes pending for one connection; past it the connection is closed (at least 1048576)"`
 	// 30s: far longer than any healthy client takes to read, short
 	// enough that a stuck one does not hold a connection slot for long.
