@@ -210,15 +210,7 @@ func (s *Server) count(ctx context.Context, out, key []byte) []byte {
 		s.m.commandErrors.Inc()
 		return resp.AppendError(out, fmt.Sprintf("ERR read totals: %v", err))
 	}
-	e := est[0]
-	out = resp.AppendArrayHeader(out, 3)
-	out = resp.AppendInt(out, e.Total)
-	if e.Var == 0 {
-		out = resp.AppendBulkString(out, "exact")
-	} else {
-		out = resp.AppendBulkString(out, "estimated")
-	}
-	return resp.AppendInt(out, hotness.Error95(e.Var))
+	return appendCount(out, est[0])
 }
 
 // hot answers HOT: the hot keys, hottest first, each as [key, rate per

@@ -187,7 +187,8 @@ func txError(err error, errs []error, at []int) string {
 	return "ERR journal write failed, " + none + ": " + err.Error()
 }
 
-// appendCount appends COUNT's reply for e, as Server.count does.
+// appendCount appends COUNT's reply for e: [total, "exact" or
+// "estimated", error95].
 func appendCount(out []byte, e pending.Estimate) []byte {
 	out = resp.AppendArrayHeader(out, 3)
 	out = resp.AppendInt(out, e.Total)
