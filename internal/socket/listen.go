@@ -78,7 +78,14 @@ func bind(path string, mode os.FileMode) (*net.UnixListener, error) {
 // checkDir creates dir 0700 when missing and refuses it when anyone but
 // this process's user can write it.
 func checkDir(dir string) error {
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+	switch err := os.Mkdir(dir, 0o700); {
+	case err == nil:
+		// Mkdir's mode passes through the process umask, which Listen
+		// narrows for a moment while it binds; say 0700 outright.
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("create socket directory: %w", err)
+		}
+	case !errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("create socket directory: %w", err)
 	}
 	fi, err := os.Stat(dir)
