@@ -316,14 +316,7 @@ func TestCorruptJournalTail(t *testing.T) {
 // daemon keeps serving.
 func TestFullDisk(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a small tmpfs as the journal directory")
-	}
-	mnt := shortDir(t)
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount tmpfs here: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+	mnt := smallDisk(t)
 	srv := pgtest.StartServer(t)
 	db := pgtest.New(t, pgtest.Options{URL: srv.URL})
 	d := startDaemon(t, db, "COUNTERD_JOURNAL_DIR="+filepath.Join(mnt, "j"), "COUNTERD_FLUSH_TIMEOUT=1s")
@@ -369,14 +362,7 @@ func TestFullDisk(t *testing.T) {
 // returns. Before, it exited: "create segment N: no space left on device".
 func TestStartOnFullDisk(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a small tmpfs as the journal directory")
-	}
-	mnt := shortDir(t)
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount tmpfs here: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+	mnt := smallDisk(t)
 	db := pgtest.New(t, pgtest.Options{})
 	d := startDaemon(t, db, "COUNTERD_JOURNAL_DIR="+filepath.Join(mnt, "j"))
 	ctx := context.Background()
@@ -430,4 +416,19 @@ func fill(t *testing.T, path string) {
 		}
 	}
 	t.Fatal("the file system never filled")
+}
+
+// smallDisk mounts a 256 KiB tmpfs for a journal directory until the test
+// ends, or skips the test where that is impossible (not root).
+func smallDisk(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs as the journal directory")
+	}
+	mnt := shortDir(t)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount tmpfs here: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+	return mnt
 }
