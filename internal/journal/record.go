@@ -55,8 +55,8 @@ func checkItem(k change.Kind, bucket int64, variance float64) error {
 	if !k.Valid() {
 		return fmt.Errorf("unknown change kind %d", uint8(k))
 	}
-	if k == change.Total && bucket != 0 {
-		return fmt.Errorf("kind %v has no buckets, got bucket %d", k, bucket)
+	if err := k.CheckBucket(bucket); err != nil {
+		return err
 	}
 	if variance < 0 || math.IsNaN(variance) || math.IsInf(variance, 0) {
 		return fmt.Errorf("variance %v is not finite and non-negative", variance)

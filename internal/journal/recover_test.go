@@ -311,8 +311,8 @@ func TestBadHeaderIsAnError(t *testing.T) {
 // Open refuses it rather than drop it as damage.
 func TestUnknownKindIsAnError(t *testing.T) {
 	t.Parallel()
-	// One item: kind 2, key "k", delta 1, variance 0, bucket 60.
-	payload := []byte{1, 2, 1, 'k', 2, 0, 120}
+	// One item: kind 200, key "k", delta 1, variance 0, bucket 60.
+	payload := []byte{1, 200, 1, 'k', 2, 0, 120}
 	data := header2(1, "00112233445566778899aabbccddeeff")
 	for range 2 {
 		data = binary.LittleEndian.AppendUint32(data, uint32(len(payload)))
@@ -324,8 +324,8 @@ func TestUnknownKindIsAnError(t *testing.T) {
 	path := segPath(dir, 1)
 	writeFile(t, path, data)
 	_, _, err := journal.Open(journal.Options{Dir: dir, Fsync: journal.FsyncNo})
-	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "kind 2") {
-		t.Fatalf("Open: got %v; want an error naming %s and saying %q", err, path, "kind 2")
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "kind 200") {
+		t.Fatalf("Open: got %v; want an error naming %s and saying %q", err, path, "kind 200")
 	}
 	if got := readFile(t, path); !bytes.Equal(got, data) {
 		t.Errorf("file changed: got %x; want %x", got, data)
