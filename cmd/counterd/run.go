@@ -151,7 +151,9 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	}
 	hot := hotness.New(hotness.Options{HotRate: cfg.HotRate, Target: cfg.HotTarget, MaxN: cfg.HotMaxN})
 	defer hot.Close()
+	budgets := newBudgets(cfg, log, pool, jr, buf, set)
 	srv := server.New(buf, server.Options{
+		Budgets:         budgets,
 		Timeout:         cfg.FlushTimeout,
 		AckCommit:       cfg.Ack == "commit",
 		Hot:             hot,
@@ -205,12 +207,16 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	var wg sync.WaitGroup
 	var flushErr error
 	wg.Go(func() { flushErr = buf.Run(flushCtx, pending.DrainAfter(ctx, cfg.ShutdownTimeout)) })
+	var budgetsDone sync.WaitGroup
+	budgetsDone.Go(func() { budgets.Run(ctx) })
 
 	log.Info("counterd ready", "socket", cfg.Socket, "ack", cfg.Ack, "slots", cfg.Slots, "writers", cfg.Writers, "flush_interval", cfg.FlushInterval)
 	serveErr := srv.Serve(ctx, ln)
 	log.Info("stopped accepting; flushing", "pending_keys", buf.PendingKeys(), "queued_rounds", buf.QueuedRounds())
 	stopFlusher()
 	wg.Wait()
+	budgetsDone.Wait()
+	closeBudgets(budgets, flushErr == nil, cfg.ShutdownTimeout, log)
 	if flushErr != nil {
 		return fmt.Errorf("%w (they stay in the journal and are written at the next start)", flushErr)
 	}

@@ -28,10 +28,16 @@ const (
 	// Expire sets when a key's total expires: Delta is the unix second,
 	// or 0 to remove an expiry (PERSIST).
 	Expire Kind = 6
+	// Grant records units granted by TAKE from a leased share of a budget
+	// (internal/budget): Key is the budget, Bucket the lease's id in
+	// budget_leases, Delta the units granted. It is a separate keyspace
+	// from the counters: a round writes it against the lease, never into
+	// a counter.
+	Grant Kind = 7
 )
 
 // Valid reports whether k is a kind this version knows.
-func (k Kind) Valid() bool { return k >= Total && k <= Expire }
+func (k Kind) Valid() bool { return k >= Total && k <= Grant }
 
 // Windowed reports whether k is a time bucket kind.
 func (k Kind) Windowed() bool { return k >= Minute && k <= Day }
@@ -66,6 +72,10 @@ func WindowKind(s string) (Kind, bool) {
 func (k Kind) CheckBucket(bucket int64) error {
 	w := int64(k.Width() / time.Second)
 	switch {
+	case k == Grant:
+		if bucket <= 0 {
+			return fmt.Errorf("grant needs a lease id, got bucket %d", bucket)
+		}
 	case w == 0 && bucket != 0:
 		return fmt.Errorf("kind %v has no buckets, got bucket %d", k, bucket)
 	case w != 0 && (bucket < 0 || bucket%w != 0):
@@ -88,6 +98,8 @@ func (k Kind) String() string {
 		return "set"
 	case Expire:
 		return "expire"
+	case Grant:
+		return "grant"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }

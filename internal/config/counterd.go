@@ -50,6 +50,12 @@ type Counterd struct {
 	HotTarget  float64 `env:"COUNTERD_HOT_TARGET" envDefault:"100" help:"while hot, aim for this many recorded increments per second per key"`
 	HotMaxN    int     `env:"COUNTERD_HOT_MAX_N" envDefault:"1000" help:"largest sampling factor N"`
 
+	// 30s: renewed every 10s, so a daemon survives a database blip of
+	// well over 10s with its leases, while a crashed daemon's unused
+	// units come back into play (as forfeited, never re-granted) within
+	// half a minute.
+	LeaseTTL time.Duration `env:"COUNTERD_LEASE_TTL" envDefault:"30s" help:"budget leases (TAKE) live this long unless renewed (every third of it); a daemon stops granting from a lease it could not renew in time, and others forfeit it after the TTL"`
+
 	Slots      int `env:"COUNTERD_SLOTS" envDefault:"16" help:"slot rows one key may spread over"`
 	Writers    int `env:"COUNTERD_WRITERS" envDefault:"2" help:"most transactions one flush round is split into (one per 2,000 keys), written at once (1..16)"`
 	DBMaxConns int `env:"COUNTERD_DB_MAX_CONNS" envDefault:"8" help:"PostgreSQL connections in the pool"`
@@ -126,6 +132,8 @@ func (c *Counterd) Validate() error {
 		return &Error{"COUNTERD_CLIENT_OUTPUT_LIMIT", "must be at least 1048576 (1 MiB)"}
 	case c.ClientWriteTimeout <= 0:
 		return &Error{"COUNTERD_CLIENT_WRITE_TIMEOUT", "must be positive"}
+	case c.LeaseTTL < 300*time.Millisecond:
+		return &Error{"COUNTERD_LEASE_TTL", "must be at least 300ms"}
 	case c.ShutdownTimeout <= 0:
 		return &Error{"COUNTERD_SHUTDOWN_TIMEOUT", "must be positive"}
 	case c.StatementTimeout < 0:

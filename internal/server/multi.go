@@ -197,6 +197,8 @@ func (t *tx) queue(args [][]byte) string {
 		}
 	case is(name, "FLUSH"):
 		return errFlushInMulti
+	case isBudgetCommand(name):
+		return errBudgetInMulti
 	case is(name, "COMMAND"), is(name, "CONFIG"), is(name, "CLIENT"), is(name, "SELECT"),
 		is(name, "HELLO"), is(name, "INFO"), is(name, "AUTH"), is(name, "RESET"),
 		is(name, "ECHO"), is(name, "TIME"), is(name, "DBSIZE"):

@@ -9,6 +9,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/counterd/counterd/internal/budget"
 	"github.com/counterd/counterd/internal/glob"
 	"github.com/counterd/counterd/internal/hotness"
 	"github.com/counterd/counterd/internal/pending"
@@ -46,8 +47,10 @@ type Options struct {
 	// (default 64 MiB); past it the connection is closed, as Redis's
 	// client-output-buffer-limit does.
 	OutputLimit int
-	Logger      *slog.Logger
-	Metrics     *metrics.Set
+	// Budgets serves BUDGET, TAKE and NEXT; nil refuses them.
+	Budgets *budget.Manager
+	Logger  *slog.Logger
+	Metrics *metrics.Set
 }
 
 // Server serves connections on one listener.

@@ -52,7 +52,7 @@ func (s *Store) Apply(ctx context.Context, batch []change.Change) (ApplyResult, 
 // skipped, so a batch retried after some or all of its transactions
 // committed, or replayed after a crash, is written once. On error some
 // lanes may be committed; retry with the same id. Keys must be unique and
-// of kind change.Total.
+// of kind change.Total, or budget grants (change.Grant, see grant.go).
 func (s *Store) ApplyOnce(ctx context.Context, id BatchID, batch []change.Change) (ApplyResult, error) {
 	// A small batch is written faster by one transaction than by several
 	// that each pay a commit; identities are per lane, so the grouping
@@ -110,6 +110,7 @@ type laneChange struct {
 // recorded seq.
 func (s *Store) write(ctx context.Context, seq int64, p *part, res *ApplyResult) (bool, error) {
 	slices.SortFunc(p.changes, func(a, b laneChange) int { return strings.Compare(a.Key, b.Key) })
+	grants := takeGrants(p) // budget grants are written by writeGrants, in the same transaction
 	n := len(p.changes)
 	keys, deltas, vars := make([]string, n), make([]int64, n), make([]float64, n)
 	fallback, lanes := make([]int16, n), make([]int16, n)
@@ -122,6 +123,10 @@ func (s *Store) write(ctx context.Context, seq int64, p *part, res *ApplyResult)
 	}
 	var doneLanes int
 	err := s.retry(ctx, &res.Attempts, func() error {
+		if grants != nil {
+			return s.writeWithGrants(ctx, p, grants, func(q pgx.Row) error { return q.Scan(&res.Updated, &res.Inserted, &doneLanes) },
+				pgx.QueryExecModeCacheDescribe, p.lanes, seq, keys, deltas, vars, fallback, lanes)
+		}
 		return s.pool.QueryRow(ctx, writeBatch, pgx.QueryExecModeCacheDescribe, p.lanes, seq, keys, deltas, vars, fallback, lanes).
 			Scan(&res.Updated, &res.Inserted, &doneLanes)
 	})

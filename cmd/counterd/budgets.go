@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/counterd/counterd/internal/budget"
+	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/config"
+	"github.com/counterd/counterd/internal/journal"
+	"github.com/counterd/counterd/internal/pending"
+)
+
+// newBudgets returns the manager of BUDGET, TAKE and NEXT. Its leases are
+// held by the journal's instance id; without a journal it holds none and
+// every TAKE is a conditional update in PostgreSQL.
+func newBudgets(cfg config.Counterd, log *slog.Logger, pool *pgxpool.Pool, jr *journal.Journal, buf *pending.Buffer, set *metrics.Set) *budget.Manager {
+	var holder string
+	if jr != nil {
+		holder = jr.InstanceID()
+	}
+	record := func(c change.Change) (func(context.Context) error, error) {
+		items, errs := []change.Change{c}, []error{nil}
+		t, err := buf.AddGroup(items, errs)
+		if err == nil {
+			err = errs[0]
+		}
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) error {
+			if buf.DurableOnAppend() {
+				return nil
+			}
+			return buf.WaitDurable(ctx, t)
+		}, nil
+	}
+	return budget.New(budget.NewStore(pool), budget.Options{
+		Holder:   holder,
+		Record:   record,
+		Flush:    buf.Flush,
+		TTL:      cfg.LeaseTTL,
+		Interval: cfg.FlushInterval,
+		Logger:   log.With("component", "budget"),
+		Metrics:  set,
+	})
+}
+
+// closeBudgets returns this daemon's leases after the final flush.
+func closeBudgets(b *budget.Manager, flushed bool, timeout time.Duration, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := b.Close(ctx, flushed); err != nil {
+		log.Warn("budget leases not returned; they are returned at the next start, or forfeited after COUNTERD_LEASE_TTL", "err", err)
+		return
+	}
+	log.Info("budget leases returned")
+}

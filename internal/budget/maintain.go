@@ -1,0 +1,200 @@
+package budget
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// Run recovers this daemon's leases from an earlier run, then keeps its
+// leases until ctx ends: every interval it updates rates and returns idle
+// and expired leases, and every TTL/3 it renews its leases and forfeits
+// other holders' expired ones. Until recovery is done, TAKE goes direct.
+func (m *Manager) Run(ctx context.Context) {
+	if m.opts.Holder == "" {
+		return
+	}
+	m.recover(ctx)
+	tick := time.NewTicker(m.opts.Interval)
+	defer tick.Stop()
+	renew := time.NewTicker(m.opts.TTL / 3)
+	defer renew.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			m.tick(ctx)
+		case <-renew.C:
+			m.renew(ctx)
+		}
+	}
+}
+
+// Ready reports whether leases are in use (the journal replay is recorded
+// and leases of an earlier run are returned).
+func (m *Manager) Ready() bool { return m.ready.Load() }
+
+// recover waits until every grant of an earlier run's journal is recorded,
+// then returns every lease of this holder: after the flush their size is
+// exactly the units never granted. It retries until it succeeds or ctx
+// ends.
+func (m *Manager) recover(ctx context.Context) {
+	for attempt := 0; ; attempt++ {
+		err := m.opts.Flush(ctx)
+		if err == nil {
+			var leases int
+			var units int64
+			leases, units, err = m.st.Reclaim(ctx, m.opts.Holder)
+			if err == nil {
+				if leases > 0 {
+					m.opts.Logger.Info("returned the leases of an earlier run", "leases", leases, "units", units)
+				}
+				m.m.returnedUnits.Add(int(units))
+				m.ready.Store(true)
+				return
+			}
+		}
+		m.opts.Logger.Warn("budget leases not recovered yet; TAKE goes to PostgreSQL directly meanwhile", "err", err)
+		d := 100 * time.Millisecond << min(attempt, 5)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(d/2 + rand.N(d/2)):
+		}
+	}
+}
+
+// tick folds the interval's demand into each key's rate and returns the
+// unused units of leases that went idle or past their deadline.
+func (m *Manager) tick(ctx context.Context) {
+	now := m.opts.Now()
+	var ids, units []int64
+	for _, k := range m.allKeys() {
+		k.mu.Lock()
+		k.rate = ewma(k.rate, k.taken, m.opts.Interval)
+		k.taken = 0
+		idle := now.Sub(k.lastUse) >= m.opts.IdleReturn
+		k.leases = slices.DeleteFunc(k.leases, func(l *lease) bool {
+			if !idle && l.avail > 0 && now.Before(l.deadline) {
+				return false
+			}
+			if l.avail > 0 {
+				ids, units = append(ids, l.id), append(units, l.avail)
+				l.avail = 0
+			}
+			return true
+		})
+		k.mu.Unlock()
+	}
+	m.giveBack(ctx, ids, units)
+	for _, s := range m.allSeqs() {
+		s.mu.Lock()
+		s.rate = ewma(s.rate, s.taken, m.opts.Interval)
+		s.taken = 0
+		s.mu.Unlock()
+	}
+}
+
+// giveBack returns units to PostgreSQL. If it fails they stay counted in
+// their leases (under-spend until this daemon stops or the lease is
+// forfeited), never granted twice: they are gone from memory already.
+func (m *Manager) giveBack(ctx context.Context, ids, units []int64) {
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.opts.TTL/3)
+	defer cancel()
+	if err := m.st.GiveBack(ctx, ids, units); err != nil {
+		m.opts.Logger.Warn("return unused lease units", "leases", len(ids), "err", err)
+		return
+	}
+	var sum int64
+	for _, u := range units {
+		sum += u
+	}
+	m.m.returnedUnits.Add(int(sum))
+}
+
+// renew extends this holder's leases, moves their local deadlines, and
+// forfeits every holder's expired leases. A lease not renewed keeps its
+// old deadline, after which it grants nothing.
+func (m *Manager) renew(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, m.opts.TTL/3)
+	defer cancel()
+	sent := m.opts.Now()
+	ids, err := m.st.Renew(ctx, m.opts.Holder, m.opts.TTL)
+	if err != nil {
+		m.opts.Logger.Warn("renew budget leases; they stop granting at their deadline unless renewed", "err", err)
+		return
+	}
+	for _, k := range m.allKeys() {
+		k.mu.Lock()
+		for _, l := range k.leases {
+			if slices.Contains(ids, l.id) {
+				l.deadline = sent.Add(m.opts.TTL)
+			}
+		}
+		k.mu.Unlock()
+	}
+	if n, err := m.st.Forfeit(ctx); err != nil {
+		m.opts.Logger.Warn("forfeit expired leases", "err", err)
+	} else if n > 0 {
+		m.opts.Logger.Warn("forfeited expired leases of daemons that did not renew them", "budgets", n)
+	}
+	if err := m.st.Prune(ctx, m.opts.Holder); err != nil {
+		m.opts.Logger.Warn("prune leases", "err", err)
+	}
+}
+
+// Close stops granting from leases and gives their units back; call it
+// after Run has returned and the final flush is done. flushed says the
+// final flush succeeded: then every grant is recorded and every lease of
+// this holder is returned whole; otherwise only the units not granted
+// are, and the rest waits for the next start.
+func (m *Manager) Close(ctx context.Context, flushed bool) error {
+	m.closed.Store(true)
+	m.fetches.Wait()
+	if m.opts.Holder == "" || !m.ready.Load() {
+		return nil
+	}
+	if flushed {
+		_, units, err := m.st.Reclaim(ctx, m.opts.Holder)
+		m.m.returnedUnits.Add(int(units))
+		return err
+	}
+	var ids, units []int64
+	for _, k := range m.allKeys() {
+		k.mu.Lock()
+		for _, l := range k.leases {
+			if l.avail > 0 {
+				ids, units = append(ids, l.id), append(units, l.avail)
+				l.avail = 0
+			}
+		}
+		k.leases = nil
+		k.mu.Unlock()
+	}
+	return m.st.GiveBack(ctx, ids, units)
+}
+
+func (m *Manager) allKeys() []*budgetKey {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*budgetKey, 0, len(m.keys))
+	for _, k := range m.keys {
+		out = append(out, k)
+	}
+	return out
+}
+
+func (m *Manager) allSeqs() []*seqKey {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*seqKey, 0, len(m.seqs))
+	for _, s := range m.seqs {
+		out = append(out, s)
+	}
+	return out
+}
