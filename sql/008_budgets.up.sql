@@ -39,6 +39,9 @@ CREATE TABLE budget_leases (
     size       bigint NOT NULL CHECK (size >= 0),
     leased     bigint NOT NULL,
     granted    bigint NOT NULL DEFAULT 0,
+    -- Units the holder gave back unused. Returns name the total to
+    -- reach, so a return retried after a lost reply takes nothing twice.
+    returned   bigint NOT NULL DEFAULT 0,
     -- Once set, size is counted in budgets.forfeited instead of leased.
     forfeited  boolean NOT NULL DEFAULT false,
     created_at timestamptz NOT NULL DEFAULT now(),

@@ -88,6 +88,10 @@ func (m *Manager) tick(ctx context.Context) {
 		})
 		k.mu.Unlock()
 	}
+	m.mu.Lock()
+	ids, units = append(m.unreturned[0], ids...), append(m.unreturned[1], units...)
+	m.unreturned = [2][]int64{}
+	m.mu.Unlock()
 	m.giveBack(ctx, ids, units)
 	for _, s := range m.allSeqs() {
 		s.mu.Lock()
@@ -98,8 +102,8 @@ func (m *Manager) tick(ctx context.Context) {
 }
 
 // giveBack returns units to PostgreSQL. If it fails they stay counted in
-// their leases (under-spend until this daemon stops or the lease is
-// forfeited), never granted twice: they are gone from memory already.
+// their leases and are returned at the next tick; they are gone from
+// memory already, so they are never granted meanwhile.
 func (m *Manager) giveBack(ctx context.Context, ids, units []int64) {
 	if len(ids) == 0 {
 		return
@@ -107,7 +111,10 @@ func (m *Manager) giveBack(ctx context.Context, ids, units []int64) {
 	ctx, cancel := context.WithTimeout(ctx, m.opts.TTL/3)
 	defer cancel()
 	if err := m.st.GiveBack(ctx, ids, units); err != nil {
-		m.opts.Logger.Warn("return unused lease units", "leases", len(ids), "err", err)
+		m.opts.Logger.Warn("return unused lease units; will retry", "leases", len(ids), "err", err)
+		m.mu.Lock()
+		m.unreturned[0], m.unreturned[1] = append(m.unreturned[0], ids...), append(m.unreturned[1], units...)
+		m.mu.Unlock()
 		return
 	}
 	var sum int64
@@ -176,6 +183,7 @@ func (m *Manager) Close(ctx context.Context, flushed bool) error {
 		k.leases = nil
 		k.mu.Unlock()
 	}
+	ids, units = append(ids, m.unreturned[0]...), append(units, m.unreturned[1]...)
 	return m.st.GiveBack(ctx, ids, units)
 }
 

@@ -50,6 +50,9 @@ type Manager struct {
 	mu   sync.Mutex
 	keys map[string]*budgetKey
 	seqs map[string]*seqKey
+	// unreturned holds lease ids and units whose return failed, for the
+	// next tick to retry.
+	unreturned [2][]int64
 
 	ready   atomic.Bool // the journal replay is recorded and old leases returned
 	closed  atomic.Bool

@@ -103,23 +103,30 @@ func (s *Store) Lease(ctx context.Context, key, holder string, w, floor int64, t
 	return id, size, nil
 }
 
-// giveBackSQL returns units of leases ($1 ids, $2 units) that their
-// holder will never grant: size shrinks, and the budget's units go back
-// to remaining from leased, or, for a forfeited lease, from forfeited.
-// Lease rows are locked before budget rows, as by every statement here.
+// giveBackSQL returns units of leases that their holder will never
+// grant, until lease $1[i] has returned $2[i] in all (so a retry after a
+// lost reply returns nothing twice): size shrinks, and the budget's units
+// go back to remaining from leased, or, for a forfeited lease, from
+// forfeited. Lease rows are locked before budget rows, as by every
+// statement here. (A multi-row UPDATE FROM returns the old row's values
+// through the join only via the difference it computes, hence x.n - o.returned.)
 const giveBackSQL = `
-WITH r AS (
-    UPDATE budget_leases l SET size = l.size - x.n
-    FROM unnest($1::bigint[], $2::bigint[]) AS x(id, n)
-    WHERE l.id = x.id
-    RETURNING l.key, l.forfeited, x.n
+WITH o AS (
+    SELECT l.id, x.n - l.returned AS n
+    FROM budget_leases l JOIN unnest($1::bigint[], $2::bigint[]) AS x(id, n) ON l.id = x.id
+    WHERE x.n > l.returned
+    FOR UPDATE OF l
+), r AS (
+    UPDATE budget_leases l SET size = l.size - o.n, returned = l.returned + o.n
+    FROM o WHERE l.id = o.id
+    RETURNING l.key, l.forfeited, o.n
 ), s AS (
     SELECT key, coalesce(sum(n) FILTER (WHERE NOT forfeited), 0) AS l, coalesce(sum(n) FILTER (WHERE forfeited), 0) AS f
     FROM r GROUP BY key
 )
 UPDATE budgets b SET leased = b.leased - s.l, forfeited = b.forfeited - s.f FROM s WHERE b.key = s.key`
 
-// GiveBack returns units[i] of lease ids[i] to their budgets.
+// GiveBack makes lease ids[i] have returned units[i] in all.
 func (s *Store) GiveBack(ctx context.Context, ids, units []int64) error {
 	if len(ids) == 0 {
 		return nil

@@ -1,0 +1,356 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/counterd/counterd/internal/pgtest"
+)
+
+// budgetClient is a connection that never retries a command by itself: a
+// TAKE resent after a lost reply could be granted twice.
+func budgetClient(t testing.TB, socket string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Network: "unix", Addr: socket, Protocol: 2, DisableIdentity: true,
+		MaxRetries: -1, PoolSize: 1, DialTimeout: time.Second, ReadTimeout: 10 * time.Second})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+type budgetRow struct{ remaining, granted, leased, forfeited, total int64 }
+
+func readBudget(t testing.TB, url, key string) budgetRow {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var b budgetRow
+	if err := conn.QueryRow(ctx, `SELECT remaining, granted, leased, forfeited, total FROM budget_totals WHERE key = $1`, key).
+		Scan(&b.remaining, &b.granted, &b.leased, &b.forfeited, &b.total); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestBudgetCommands(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db)
+	c := budgetClient(t, d.socket)
+	ctx := context.Background()
+	do := func(want string, args ...any) {
+		t.Helper()
+		got, err := c.Do(ctx, args...).Result()
+		s := fmt.Sprint(got)
+		if err != nil {
+			s = "error: " + err.Error()
+		}
+		if !strings.HasPrefix(s, want) {
+			t.Errorf("%v: %s; want %s", args, s, want)
+		}
+	}
+	do("[0 0 0]", "BUDGET", "gift")
+	do("1000", "BUDGET", "gift", 1000)
+	do("10", "TAKE", "gift", 10)
+	do("1", "TAKE", "gift")
+	do("0", "TAKE", "gift", 2000) // all or nothing
+	do("error: ERR units must be", "TAKE", "gift", 0)
+	do("error: ERR cannot add -2000 to budget", "BUDGET", "gift", -2000)
+	do("0", "GET", "gift") // a counter of the same name is another key
+	do("1", "NEXT", "ticket")
+	do("2", "NEXT", "ticket")
+	do("1", "NEXT", "other")
+	do("OK", "MULTI")
+	do("error: ERR BUDGET, TAKE and NEXT are not allowed inside MULTI", "TAKE", "gift")
+	do("error: EXECABORT", "EXEC")
+	do("OK", "FLUSH")
+	b := readBudget(t, db.URL, "gift")
+	if b.granted+b.leased+b.remaining != 1000 || b.granted != 11 {
+		t.Errorf("after FLUSH: %+v; want 11 granted of 1000", b)
+	}
+	d.stop()
+	if b := readBudget(t, db.URL, "gift"); b != (budgetRow{remaining: 989, granted: 11, total: 1000}) {
+		t.Errorf("after SIGTERM: %+v; want the lease returned: 989 remaining, 11 granted", b)
+	}
+}
+
+// takers is a load of TAKE key 1 from many clients over several daemons.
+type takers struct {
+	key      string
+	total    int64
+	acked    atomic.Int64 // replies of 1, and TIMEOUT replies (the grant stands)
+	unknown  atomic.Int64 // connection lost with a TAKE in flight: maybe granted
+	errs     atomic.Int64 // -ERR replies: not granted
+	lastAck  atomic.Int64 // unix nanoseconds
+	overflow atomic.Bool
+	paused   atomic.Bool
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+func startTakers(t *testing.T, key string, total int64, sockets []string, clients int) *takers {
+	l := &takers{key: key, total: total, stop: make(chan struct{})}
+	l.lastAck.Store(time.Now().UnixNano())
+	for i := range clients {
+		c := budgetClient(t, sockets[i%len(sockets)])
+		l.wg.Go(func() { l.run(c) })
+	}
+	return l
+}
+
+func (l *takers) run(c *redis.Client) {
+	ctx := context.Background()
+	for {
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		if l.paused.Load() {
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		n, err := c.Do(ctx, "TAKE", l.key).Int64()
+		var rerr redis.Error
+		switch {
+		case err == nil && n == 1:
+			if l.acked.Add(1) > l.total {
+				l.overflow.Store(true)
+			}
+			l.lastAck.Store(time.Now().UnixNano())
+		case err == nil:
+			// 0: exhausted, as this daemon sees it.
+		case errors.As(err, &rerr) && strings.HasPrefix(err.Error(), "TIMEOUT"):
+			l.acked.Add(1)
+		case errors.As(err, &rerr):
+			l.errs.Add(1)
+		case strings.Contains(err.Error(), "connect:"):
+			// The daemon is down: the TAKE was never sent.
+			time.Sleep(5 * time.Millisecond)
+		default:
+			// The connection broke (a kill): the reply was lost, or the
+			// TAKE never arrived.
+			l.unknown.Add(1)
+			time.Sleep(5 * time.Millisecond) // the daemon is down: do not spin
+		}
+	}
+}
+
+// waitAcks returns once n grants are acknowledged, or fails the test.
+func (l *takers) waitAcks(t *testing.T, n int64) {
+	t.Helper()
+	for start := time.Now(); l.acked.Load() < n; time.Sleep(2 * time.Millisecond) {
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("only %d grants acknowledged after 30s; want %d", l.acked.Load(), n)
+		}
+	}
+}
+
+// waitQuiet returns once no grant was acknowledged for quiet: the budget
+// is sold out as far as the daemons can tell.
+func (l *takers) waitQuiet(t *testing.T, quiet time.Duration) {
+	t.Helper()
+	for start := time.Now(); time.Since(time.Unix(0, l.lastAck.Load())) < quiet; time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > 60*time.Second {
+			t.Fatal("grants still acknowledged after 60s")
+		}
+	}
+}
+
+func (l *takers) halt() {
+	close(l.stop)
+	l.wg.Wait()
+}
+
+// Three daemons and 64 clients take from one budget of 100,000 while
+// daemons are killed with SIGKILL (one stays down until its lease is
+// forfeited) and PostgreSQL restarts: no more than 100,000 grants are ever
+// acknowledged, every acknowledged grant is recorded once, and once every
+// daemon has stopped and returned its leases, granted + remaining +
+// forfeited = 100,000.
+func TestBudgetNeverOverspendsUnderKillsAndOutage(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.StartServer(t)
+	db := pgtest.New(t, pgtest.Options{URL: srv.URL, MaxConns: 4})
+	const total = 100_000
+	if _, err := db.Pool.Exec(context.Background(), `SELECT budget_add('gift', $1)`, total); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"COUNTERD_LEASE_TTL=2s", "COUNTERD_FLUSH_INTERVAL=50ms", "COUNTERD_FLUSH_TIMEOUT=2s", "COUNTERD_DB_MAX_CONNS=6"}
+	ds := make([]*daemon, 3)
+	var sockets []string
+	for i := range ds {
+		ds[i] = startDaemon(t, db, env...)
+		sockets = append(sockets, ds[i].socket)
+	}
+	l := startTakers(t, "gift", total, sockets, 64)
+	rng := rand.New(rand.NewPCG(1, 2))
+	step := int64(total / 12)
+	for i := int64(1); i <= 8; i++ {
+		l.waitAcks(t, i*step)
+		d := ds[rng.IntN(len(ds))]
+		d.kill()
+		switch i {
+		case 2:
+			// Stay down until another daemon forfeits the lease (the
+			// others' clients wait, so that units remain to sell).
+			l.paused.Store(true)
+			if !poll(20*time.Second, func() bool { return readBudget(t, db.URL, "gift").forfeited > 0 }) {
+				t.Logf("killed daemon's log:\n%s", d.log())
+				t.Fatalf("no lease forfeited within 20s: %+v", readBudget(t, db.URL, "gift"))
+			}
+			l.paused.Store(false)
+		case 4:
+			// PostgreSQL restarts while the daemons serve from their
+			// leases; TAKE errors once a lease is used up.
+			srv.Stop("fast")
+			errs := l.errs.Load()
+			waitFor(t, 20*time.Second, "TAKE errors while PostgreSQL is down", func() bool { return l.errs.Load() > errs+64 })
+			srv.Start()
+		}
+		d.restart()
+	}
+	if l.overflow.Load() {
+		t.Fatalf("%d grants acknowledged; want at most %d", l.acked.Load(), total)
+	}
+	// All daemons alive: units in idle or expired leases come back and
+	// are sold.
+	l.waitQuiet(t, 3*time.Second)
+	l.halt()
+	acked, unknown := l.acked.Load(), l.unknown.Load()
+	for _, d := range ds {
+		d.stop()
+	}
+	b := readBudget(t, db.URL, "gift")
+	t.Logf("acknowledged %d, %d replies lost to kills, %d errors; database %+v", acked, unknown, l.errs.Load(), b)
+	if acked > total {
+		t.Errorf("%d grants acknowledged; want at most %d", acked, total)
+	}
+	if b.granted+b.remaining+b.forfeited != total || b.leased != 0 {
+		t.Errorf("after every daemon stopped: %+v; want granted + remaining + forfeited = %d and nothing leased", b, total)
+	}
+	if b.granted < acked || b.granted > acked+unknown {
+		t.Errorf("granted %d; want the %d acknowledged, plus at most the %d whose reply was lost", b.granted, acked, unknown)
+	}
+}
+
+// waitFor polls cond until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !poll(timeout, cond) {
+		t.Fatalf("no %s within %s", what, timeout)
+	}
+}
+
+// poll reports whether cond held within timeout.
+func poll(timeout time.Duration, cond func() bool) bool {
+	for start := time.Now(); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > timeout {
+			return false
+		}
+	}
+	return true
+}
+
+// With every daemon alive, the budget is sold to the last unit: leases
+// shrink near zero, the last units are granted one by one in PostgreSQL,
+// and leases of daemons whose clients went away come back.
+func TestBudgetSellsOutExactly(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	const total = 20_000
+	if _, err := db.Pool.Exec(context.Background(), `SELECT budget_add('seats', $1)`, total); err != nil {
+		t.Fatal(err)
+	}
+	ds := []*daemon{startDaemon(t, db), startDaemon(t, db), startDaemon(t, db)}
+	all := startTakers(t, "seats", total, []string{ds[0].socket, ds[1].socket, ds[2].socket}, 12)
+	all.waitAcks(t, total/2)
+	all.halt()
+	// Only the first daemon's clients go on: the others' leases must come
+	// back to be sold.
+	one := startTakers(t, "seats", total-all.acked.Load(), []string{ds[0].socket}, 4)
+	waitFor(t, 30*time.Second, "sell-out", func() bool { return all.acked.Load()+one.acked.Load() == total })
+	one.halt()
+	if one.overflow.Load() {
+		t.Fatalf("%d grants acknowledged; want %d", all.acked.Load()+one.acked.Load(), total)
+	}
+	flush(t, ds[0].socket)
+	body := httpGet(t, "http://"+ds[0].metricsAddr()+"/metrics")
+	if !strings.Contains(body, "counterd_budget_direct_takes_total") || strings.Contains(body, "counterd_budget_direct_takes_total 0\n") {
+		t.Errorf("no direct TAKE near zero:\n%s", body)
+	}
+	for _, d := range ds {
+		d.stop()
+	}
+	if b := readBudget(t, db.URL, "seats"); b != (budgetRow{granted: total, total: total}) {
+		t.Errorf("sold out: %+v; want all %d granted", b, total)
+	}
+}
+
+// NEXT from three daemons hands out every number once, across SIGKILLs.
+func TestNextUniqueAcrossKills(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	ds := []*daemon{startDaemon(t, db), startDaemon(t, db), startDaemon(t, db)}
+	var (
+		mu   sync.Mutex
+		seen = map[int64]int{}
+		got  atomic.Int64
+		stop = make(chan struct{})
+		wg   sync.WaitGroup
+	)
+	for i := range 24 {
+		c := budgetClient(t, ds[i%3].socket)
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n, err := c.Do(context.Background(), "NEXT", "ticket").Int64()
+				if err != nil {
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				mu.Lock()
+				seen[n]++
+				mu.Unlock()
+				got.Add(1)
+			}
+		})
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := int64(1); i <= 6; i++ {
+		for start := time.Now(); got.Load() < i*5000; time.Sleep(2 * time.Millisecond) {
+			if time.Since(start) > 30*time.Second {
+				t.Fatalf("only %d numbers after 30s", got.Load())
+			}
+		}
+		d := ds[rng.IntN(3)]
+		d.kill()
+		d.restart()
+	}
+	close(stop)
+	wg.Wait()
+	for n, times := range seen {
+		if times > 1 || n < 1 {
+			t.Errorf("number %d handed out %d times", n, times)
+		}
+	}
+	t.Logf("%d numbers, all distinct", len(seen))
+}
+
