@@ -353,4 +353,3 @@ func TestNextUniqueAcrossKills(t *testing.T) {
 	}
 	t.Logf("%d numbers, all distinct", len(seen))
 }
-

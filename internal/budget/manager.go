@@ -151,7 +151,7 @@ func (m *Manager) Take(ctx context.Context, key string, n int64) (int64, error) 
 		}
 		if now.Before(k.low) {
 			k.mu.Unlock()
-			return m.direct(ctx, key, n)
+			return m.directOrPool(ctx, k, n)
 		}
 		if ch := k.fetch; ch != nil {
 			k.mu.Unlock()
@@ -170,9 +170,45 @@ func (m *Manager) Take(ctx context.Context, key string, n int64) (int64, error) 
 			return 0, fmt.Errorf("%w: lease in hand used up and %w", ErrUnavailable, err)
 		}
 		if !got {
-			return m.direct(ctx, key, n)
+			return m.directOrPool(ctx, k, n)
 		}
 	}
+}
+
+// directOrPool is TAKE near zero: the conditional update, and, if the
+// unleased remainder is short while this daemon's leases hold units that
+// no single lease has enough of for n, those units returned and the
+// update tried once more. So no unit is left unsold in fragments.
+func (m *Manager) directOrPool(ctx context.Context, k *budgetKey, n int64) (int64, error) {
+	got, err := m.direct(ctx, k.name, n)
+	if got != 0 || err != nil {
+		return got, err
+	}
+	var ids, units []int64
+	k.mu.Lock()
+	for _, l := range k.leases {
+		if l.avail > 0 {
+			ids, units = append(ids, l.id), append(units, l.avail)
+			l.avail = 0
+		}
+	}
+	k.leases = nil
+	k.mu.Unlock()
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	if err := m.st.GiveBack(ctx, ids, units); err != nil {
+		m.mu.Lock()
+		m.unreturned[0], m.unreturned[1] = append(m.unreturned[0], ids...), append(m.unreturned[1], units...)
+		m.mu.Unlock()
+		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	var sum int64
+	for _, u := range units {
+		sum += u
+	}
+	m.m.returnedUnits.Add(int(sum))
+	return m.direct(ctx, k.name, n)
 }
 
 // find returns the oldest lease that can grant n now. k.mu is held.
