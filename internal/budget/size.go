@@ -19,7 +19,8 @@ const (
 )
 
 // want returns the size of lease (or NEXT range) to ask for: about one
-// interval of recent demand (rate, units per second), at least n; when
+// interval of recent demand (rate, units per second), at least n and at
+// least minLease (so a key leases from its first TAKE); when
 // the previous lease (of size prev) ran out less than an interval after it
 // was taken (prevAge), twice that, so a burst ramps up in a few leases.
 func want(n int64, rate float64, interval time.Duration, prev int64, prevAge time.Duration) int64 {
@@ -27,7 +28,7 @@ func want(n int64, rate float64, interval time.Duration, prev int64, prevAge tim
 	if prev > 0 && prevAge < interval {
 		w = max(w, 2*prev)
 	}
-	return min(max(w, n, 1), max(maxLease, n))
+	return min(max(w, n, minLease), max(maxLease, n))
 }
 
 // leaseFloor is the smallest lease that serves a TAKE of n: a lease

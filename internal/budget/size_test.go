@@ -16,12 +16,12 @@ func TestWant(t *testing.T) {
 		prevAge time.Duration
 		want    int64
 	}{
-		{"idle key asks for what is taken", 1, 0, 0, 0, 1},
+		{"idle key asks for the smallest lease", 1, 0, 0, 0, minLease},
 		{"TAKE n asks for at least n", 50, 0, 0, 0, 50},
 		{"one interval of demand", 1, 10_000, 0, 0, 1000},
-		{"rounds demand up", 1, 15, 0, 0, 2},
+		{"rounds demand up", 1, 55, 0, 0, 6},
 		{"a lease used up within an interval doubles", 1, 0, 64, 50 * time.Millisecond, 128},
-		{"an old lease does not double", 1, 0, 64, time.Second, 1},
+		{"an old lease does not double", 1, 0, 64, time.Second, minLease},
 		{"demand beats doubling", 1, 100_000, 64, 50 * time.Millisecond, 10_000},
 		{"capped", 1, 1e12, 0, 0, maxLease},
 		{"the cap never refuses a large n", maxLease + 5, 1e12, 0, 0, maxLease + 5},

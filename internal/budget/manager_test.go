@@ -1,0 +1,120 @@
+package budget
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/pgtest"
+	"github.com/counterd/counterd/internal/slots"
+)
+
+// clock is a test clock that moves only when told.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// newTestManager returns a ready Manager whose grants are recorded at
+// once (as if each were flushed), and the lease ids they were taken from.
+func newTestManager(t *testing.T, db *pgtest.DB, clk *clock) (*Manager, func() []int64) {
+	t.Helper()
+	ss, err := slots.New(db.Pool, slots.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var leases []int64
+	m := New(NewStore(db.Pool), Options{
+		Holder: "h1",
+		TTL:    30 * time.Second,
+		Now:    clk.Now,
+		Record: func(c change.Change) (func(context.Context) error, error) {
+			mu.Lock()
+			leases = append(leases, c.Bucket)
+			mu.Unlock()
+			_, err := ss.Apply(context.Background(), []change.Change{c})
+			return func(context.Context) error { return nil }, err
+		},
+		Flush: func(context.Context) error { return nil },
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for !m.Ready() {
+		time.Sleep(time.Millisecond) // recover is one flush and one statement
+	}
+	return m, func() []int64 { mu.Lock(); defer mu.Unlock(); return append([]int64(nil), leases...) }
+}
+
+// A lease past its deadline (its renewals failed) grants nothing more: the
+// next TAKE takes a new lease.
+func TestExpiredLeaseGrantsNothing(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	clk := &clock{now: time.Now()}
+	m, leases := newTestManager(t, db, clk)
+	ctx := context.Background()
+	if _, err := m.Add(ctx, "k", 1000); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if n, err := m.Take(ctx, "k", 1); n != 1 || err != nil {
+			t.Fatalf("TAKE: %d, %v", n, err)
+		}
+	}
+	clk.Add(31 * time.Second)
+	if n, err := m.Take(ctx, "k", 1); n != 1 || err != nil {
+		t.Fatalf("TAKE after the deadline: %d, %v", n, err)
+	}
+	got := leases()
+	if len(got) != 3 || got[0] != got[1] || got[2] == got[1] {
+		t.Errorf("grants came from leases %v; want the first two from one lease and the third from a new one", got)
+	}
+}
+
+// Near zero, TAKE goes to PostgreSQL and sells every unit, even when this
+// daemon's leases hold them in pieces smaller than n.
+func TestTakeSellsOutExactly(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	m, _ := newTestManager(t, db, &clock{now: time.Now()})
+	ctx := context.Background()
+	const total = 203
+	if _, err := m.Add(ctx, "k", total); err != nil {
+		t.Fatal(err)
+	}
+	var sold int64
+	for _, n := range []int64{1, 3, 1, 2} {
+		for {
+			got, err := m.Take(ctx, "k", n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == 0 {
+				break
+			}
+			sold += got
+		}
+	}
+	if sold != total {
+		t.Errorf("sold %d of %d", sold, total)
+	}
+	tot, err := m.Read(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tot.Granted != total {
+		t.Errorf("totals %+v; want all %d granted", tot, total)
+	}
+}
