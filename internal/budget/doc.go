@@ -43,6 +43,13 @@
 // left. Forfeited units are therefore under-spend, bounded by the unused
 // leases of daemons that never come back.
 //
+// Units a daemon will not grant go back to remaining as soon as it knows:
+// a lease idle for IdleReturn or past its deadline, and, when TAKE finds
+// the unleased remainder short, the key's leases whose pieces are each
+// smaller than n. A return names the total the lease has returned
+// (budget_leases.returned), so a retry after a lost reply returns nothing
+// twice; a failed return is retried at the next tick.
+//
 // NEXT leases ranges [lo, hi] from budget_sequences in one statement and
 // hands numbers out in order. The range is committed before any number of
 // it is handed out, so numbers are unique across daemons and crashes
