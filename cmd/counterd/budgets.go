@@ -18,7 +18,11 @@ import (
 // newBudgets returns the manager of BUDGET, TAKE and NEXT. Its leases are
 // held by the journal's instance id; without a journal it holds none and
 // every TAKE is a conditional update in PostgreSQL.
-func newBudgets(cfg config.Counterd, log *slog.Logger, pool *pgxpool.Pool, jr *journal.Journal, buf *pending.Buffer, set *metrics.Set) *budget.Manager {
+//
+// replayed is the last round replayed from the journal (0: none): the
+// manager returns an earlier run's leases once it is committed, since
+// only then is every grant from them recorded.
+func newBudgets(cfg config.Counterd, log *slog.Logger, pool *pgxpool.Pool, jr *journal.Journal, buf *pending.Buffer, replayed uint64, set *metrics.Set) *budget.Manager {
 	var holder string
 	if jr != nil {
 		holder = jr.InstanceID()
@@ -40,9 +44,14 @@ func newBudgets(cfg config.Counterd, log *slog.Logger, pool *pgxpool.Pool, jr *j
 		}, nil
 	}
 	return budget.New(budget.NewStore(pool), budget.Options{
-		Holder:   holder,
-		Record:   record,
-		Flush:    buf.Flush,
+		Holder: holder,
+		Record: record,
+		Replayed: func(ctx context.Context) error {
+			if replayed == 0 {
+				return nil
+			}
+			return buf.WaitCommitted(ctx, replayed)
+		},
 		TTL:      cfg.LeaseTTL,
 		Interval: cfg.FlushInterval,
 		Logger:   log.With("component", "budget"),

@@ -151,7 +151,11 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	}
 	hot := hotness.New(hotness.Options{HotRate: cfg.HotRate, Target: cfg.HotTarget, MaxN: cfg.HotMaxN})
 	defer hot.Close()
-	budgets := newBudgets(cfg, log, pool, jr, buf, set)
+	var replayed uint64
+	for _, r := range opts.Recovered {
+		replayed = max(replayed, r.ID.Seq)
+	}
+	budgets := newBudgets(cfg, log, pool, jr, buf, replayed, set)
 	srv := server.New(buf, server.Options{
 		Budgets:         budgets,
 		Timeout:         cfg.FlushTimeout,

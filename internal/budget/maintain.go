@@ -42,7 +42,7 @@ func (m *Manager) Ready() bool { return m.ready.Load() }
 // ends.
 func (m *Manager) recover(ctx context.Context) {
 	for attempt := 0; ; attempt++ {
-		err := m.opts.Flush(ctx)
+		err := m.opts.Replayed(ctx)
 		if err == nil {
 			var leases int
 			var units int64

@@ -25,9 +25,9 @@ type Options struct {
 	// it is as durable as the journal promises. It is called with the
 	// key's lock held, so it must not block on the database.
 	Record func(change.Change) (wait func(context.Context) error, err error)
-	// Flush returns once every grant journaled before the call is
-	// recorded in PostgreSQL.
-	Flush func(context.Context) error
+	// Replayed returns once every grant of an earlier run's journal
+	// (the rounds replayed at start) is recorded in PostgreSQL.
+	Replayed func(context.Context) error
 	// TTL is COUNTERD_LEASE_TTL (default 30s).
 	TTL time.Duration
 	// Interval is the flush interval: leases aim at one interval of

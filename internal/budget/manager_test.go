@@ -45,7 +45,7 @@ func newTestManager(t *testing.T, db *pgtest.DB, clk *clock) (*Manager, func() [
 			_, err := ss.Apply(context.Background(), []change.Change{c})
 			return func(context.Context) error { return nil }, err
 		},
-		Flush: func(context.Context) error { return nil },
+		Replayed: func(context.Context) error { return nil },
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
