@@ -106,9 +106,68 @@ func startTakers(t *testing.T, key string, total int64, sockets []string, client
 	l.lastAck.Store(time.Now().UnixNano())
 	for i := range clients {
 		c := budgetClient(t, sockets[i%len(sockets)])
+		if i%2 == 1 {
+			l.wg.Go(func() { l.runPipelined(c, 8) })
+			continue
+		}
 		l.wg.Go(func() { l.run(c) })
 	}
 	return l
+}
+
+// runPipelined sends TAKEs depth at a time, as a pipelining client does:
+// a lease then grants them all in one journal append.
+func (l *takers) runPipelined(c *redis.Client, depth int) {
+	ctx := context.Background()
+	for {
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		if l.paused.Load() {
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for range depth {
+				p.Do(ctx, "TAKE", l.key)
+			}
+			return nil
+		})
+		if err != nil && len(cmds) > 0 && isConnError(cmds[0].Err()) {
+			if strings.Contains(cmds[0].Err().Error(), "connect:") {
+				time.Sleep(5 * time.Millisecond) // the daemon is down: nothing was sent
+			} else {
+				l.unknown.Add(int64(depth))
+			}
+			continue
+		}
+		for _, cmd := range cmds {
+			n, err := cmd.(*redis.Cmd).Int64()
+			var rerr redis.Error
+			switch {
+			case err == nil && n == 1:
+				if l.acked.Add(1) > l.total {
+					l.overflow.Store(true)
+				}
+				l.lastAck.Store(time.Now().UnixNano())
+			case err == nil:
+			case errors.As(err, &rerr) && strings.HasPrefix(err.Error(), "TIMEOUT"):
+				l.acked.Add(1)
+			case errors.As(err, &rerr):
+				l.errs.Add(1)
+			default:
+				l.unknown.Add(1)
+			}
+		}
+	}
+}
+
+// isConnError reports whether err is not a reply of the daemon.
+func isConnError(err error) bool {
+	var rerr redis.Error
+	return err != nil && !errors.As(err, &rerr)
 }
 
 func (l *takers) run(c *redis.Client) {

@@ -47,7 +47,7 @@ type Manager struct {
 	st   *Store
 	opts Options
 
-	mu   sync.Mutex
+	mu   sync.RWMutex
 	keys map[string]*budgetKey
 	seqs map[string]*seqKey
 	// unreturned holds lease ids and units whose return failed, for the
@@ -310,9 +310,15 @@ func (m *Manager) direct(ctx context.Context, key string, n int64) (int64, error
 }
 
 func (m *Manager) key(name string) *budgetKey {
+	m.mu.RLock()
+	k := m.keys[name]
+	m.mu.RUnlock()
+	if k != nil {
+		return k
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k := m.keys[name]
+	k = m.keys[name]
 	if k == nil {
 		k = &budgetKey{name: name}
 		m.keys[name] = k

@@ -118,3 +118,34 @@ func TestTakeSellsOutExactly(t *testing.T) {
 		t.Errorf("totals %+v; want all %d granted", tot, total)
 	}
 }
+
+// Reserve grants from a lease in hand only, and Unreserve puts a grant
+// that was not journaled back into its lease.
+func TestReserve(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	m, _ := newTestManager(t, db, &clock{now: time.Now()})
+	ctx := context.Background()
+	if _, err := m.Add(ctx, "k", 4*minLease); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Reserve("k", 1); ok {
+		t.Fatal("Reserve granted with no lease in hand")
+	}
+	// The first TAKE leases minLease units, a quarter of the budget; the
+	// rest is too small for another lease, so no prefetch adds one.
+	if n, err := m.Take(ctx, "k", 1); n != 1 || err != nil {
+		t.Fatalf("TAKE: %d, %v", n, err)
+	}
+	g, ok := m.Reserve("k", minLease-1)
+	if !ok || g.Kind != change.Grant || g.Delta != minLease-1 || g.Bucket == 0 {
+		t.Fatalf("Reserve from the lease: %+v, %v", g, ok)
+	}
+	if _, ok := m.Reserve("k", 1); ok {
+		t.Fatal("Reserve granted beyond the lease")
+	}
+	m.Unreserve(g)
+	if g2, ok := m.Reserve("k", minLease-1); !ok || g2.Bucket != g.Bucket {
+		t.Fatalf("Reserve after Unreserve: %+v, %v; want the units back in lease %d", g2, ok, g.Bucket)
+	}
+}

@@ -4,30 +4,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/counterd/counterd/internal/budget"
+	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/resp"
 )
 
 // Budgets (internal/budget): BUDGET, TAKE and NEXT. Their keys are a
 // keyspace of their own: GET of a budget's key reads a counter.
 
-func init() {
-	commandTable = append(commandTable,
-		&cmdSpec{name: "budget", arity: -2, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, step: 1,
-			keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@slow"},
-			group: "counterd", since: "1.0.0", complexity: "O(1)",
-			summary: "BUDGET key n adds n to a budget (creating it) and replies the unleased remainder; BUDGET key replies [remaining, granted, leased]."},
-		&cmdSpec{name: "take", arity: -2, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1,
-			keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@fast"},
-			group: "counterd", since: "1.0.0", complexity: "O(1)",
-			summary: "TAKE key [n] grants n units (default 1) of a budget, all or nothing: replies n, or 0 when the budget cannot cover n."},
-		&cmdSpec{name: "next", arity: 2, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1,
-			keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@fast"},
-			group: "counterd", since: "1.0.0", complexity: "O(1)",
-			summary: "NEXT key replies a number of a sequence, from 1, that no other call of any daemon ever gets."},
-	)
-}
+// The budget commands' specs; init adds them to the command table.
+var (
+	cmdBudget = &cmdSpec{name: "budget", arity: -2, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@slow"},
+		group: "counterd", since: "1.0.0", complexity: "O(1)",
+		summary: "BUDGET key n adds n to a budget (creating it) and replies the unleased remainder; BUDGET key replies [remaining, granted, leased]."}
+	cmdTake = &cmdSpec{name: "take", arity: -2, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@fast"},
+		group: "counterd", since: "1.0.0", complexity: "O(1)",
+		summary: "TAKE key [n] grants n units (default 1) of a budget, all or nothing: replies n, or 0 when the budget cannot cover n."}
+	cmdNext = &cmdSpec{name: "next", arity: 2, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@fast"},
+		group: "counterd", since: "1.0.0", complexity: "O(1)",
+		summary: "NEXT key replies a number of a sequence, from 1, that no other call of any daemon ever gets."}
+)
+
+func init() { commandTable = append(commandTable, cmdBudget, cmdTake, cmdNext) }
 
 // errBudgetInMulti refuses the budget commands inside MULTI: TAKE may wait
 // on the database and its grant cannot be undone, so it cannot join a
@@ -113,4 +116,46 @@ func (s *Server) budgetCommand(ctx context.Context, out []byte, args [][]byte) (
 		return resp.AppendInt(out, r), true
 	}
 	return fail("ERR wrong number of arguments for 'budget' command")
+}
+
+// take adds a well-formed TAKE that a lease in hand can grant to the
+// session's group, as incr does for increments, and reports whether it
+// did: a pipeline's grants and increments are then one journal append,
+// and the group's reply for it is the grant's Delta, n. Anything else is
+// left to exec (Server.budgetCommand).
+func (c *session) take(args [][]byte) bool {
+	b := c.s.opts.Budgets
+	if b == nil || len(args) < 2 || len(args) > 3 || !is(args[0], "TAKE") || checkKey(args[1]) != nil {
+		return false
+	}
+	n := int64(1)
+	if len(args) == 3 {
+		var ok bool
+		if n, ok = resp.ParseInt(args[2]); !ok || n < 1 {
+			return false
+		}
+	}
+	// The key aliases the read buffer until the group ends, as for
+	// increments: Reserve keeps nothing of it and AddGroup copies it.
+	key := unsafe.String(unsafe.SliceData(args[1]), len(args[1]))
+	g, ok := b.Reserve(key, n)
+	if !ok {
+		return false
+	}
+	c.conn.lastCmd.Store(cmdTake)
+	c.group = append(c.group, g)
+	return true
+}
+
+// unreserve gives back the grants of a group that were not journaled:
+// all of them when AddGroup failed (addErr), else those it refused.
+func (s *Server) unreserve(group []change.Change, errs []error, addErr error) {
+	if s.opts.Budgets == nil {
+		return
+	}
+	for i, it := range group {
+		if it.Kind == change.Grant && (addErr != nil || errs[i] != nil) {
+			s.opts.Budgets.Unreserve(it)
+		}
+	}
 }

@@ -22,7 +22,7 @@ const errNotInt = "ERR value is not an integer or out of range"
 // error ends the connection after the replies are written.
 func (c *session) exec(ctx context.Context, args [][]byte) error {
 	c.s.m.commands.Inc()
-	if !c.conn.needAuth && c.tx == nil && c.incr(args) {
+	if !c.conn.needAuth && c.tx == nil && (c.incr(args) || c.take(args)) {
 		return nil
 	}
 	c.endGroup(ctx)

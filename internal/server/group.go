@@ -21,6 +21,7 @@ func (c *session) endGroup(ctx context.Context) {
 	}
 	errs := c.errs[:len(c.group)]
 	t, err := s.buf.AddGroup(c.group, errs)
+	s.unreserve(c.group, errs, err) // TAKEs whose grant was not journaled
 	if err == nil {
 		err = s.confirm(ctx, t)
 	}
