@@ -276,8 +276,11 @@ func TestBudgetNeverOverspendsUnderKillsAndOutage(t *testing.T) {
 			// PostgreSQL restarts while the daemons serve from their
 			// leases; TAKE errors once a lease is used up.
 			srv.Stop("fast")
-			errs := l.errs.Load()
+			errs, acked := l.errs.Load(), l.acked.Load()
 			waitFor(t, 20*time.Second, "TAKE errors while PostgreSQL is down", func() bool { return l.errs.Load() > errs+64 })
+			if l.acked.Load() == acked {
+				t.Error("no grant while PostgreSQL was down; want the leases in hand used first")
+			}
 			srv.Start()
 		}
 		d.restart()

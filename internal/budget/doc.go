@@ -22,6 +22,13 @@
 // replayed journal is committed, can return all of it (Manager.Run), and a
 // stopping one does the same after its final flush.
 //
+// A TAKE that a lease in hand covers needs no round trip and no lock but
+// its budget's: the server reserves the units (Reserve) and adds the grant
+// to the connection's group of increments, so a pipeline's grants are one
+// journal append and the group's reply for it is n; if the append fails,
+// Unreserve puts the units back. Only a TAKE the lease cannot cover takes
+// the slow path (Take): wait for a lease, or go to PostgreSQL.
+//
 // Lease size follows demand: about one flush interval of the key's recent
 // TAKE rate (at least the units asked, doubling while leases run out
 // faster than an interval), but never more than a quarter of the unleased
