@@ -51,7 +51,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	if err := b.close(); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
-	if rep != nil && len(rep.Rows) > 0 {
+	if rep != nil && !rep.Empty() {
 		if err := report.Write(cfg.Out, rep); err != nil {
 			return errors.Join(runErr, err)
 		}
