@@ -47,6 +47,8 @@ func shortEnv(t *testing.T, db *pgtest.DB, out string) []string {
 		"COUNTERBENCH_LATENCY_CLIENTS=10",
 		"COUNTERBENCH_SUSTAIN_RATE=8000",
 		"COUNTERBENCH_SUSTAIN_DURATION=1s",
+		// TestBudgetShort runs the budget and tickets sections.
+		"COUNTERBENCH_SECTIONS=matrix,ceiling,ingest,latency,sustain",
 	}
 }
 
@@ -378,6 +380,12 @@ func TestHelpAndBadSettings(t *testing.T) {
 	f("COUNTERBENCH_KEYSPACE", "COUNTERBENCH_KEYSPACE=0")
 	f("COUNTERBENCH_SUSTAIN_RATE", "COUNTERBENCH_SUSTAIN_RATE=0")
 	f("COUNTERBENCH_SUSTAIN_DURATION", "COUNTERBENCH_SUSTAIN_DURATION=-1s")
+	f("COUNTERBENCH_BUDGETS", "COUNTERBENCH_BUDGETS=100,0")
+	f("COUNTERBENCH_BUDGET_CLIENTS", "COUNTERBENCH_BUDGET_CLIENTS=3,600")
+	f("COUNTERBENCH_TICKET_CLIENTS", "COUNTERBENCH_TICKET_CLIENTS=0")
+	f("COUNTERBENCH_BUDGET_APPROACHES", "COUNTERBENCH_BUDGET_APPROACHES=lock-free,hope")
+	f("COUNTERBENCH_BUDGET_DURATION", "COUNTERBENCH_BUDGET_DURATION=0s")
+	f("COUNTERBENCH_TICKETS", "COUNTERBENCH_TICKETS=0")
 	f("DATABASE_URL", "DATABASE_URL=")
 	if err := run(context.Background(), []string{"extra"}, nil, &out, &out); !errors.As(err, new(usageError)) {
 		t.Errorf("extra argument: %v; want a usage error", err)
