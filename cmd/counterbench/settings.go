@@ -41,12 +41,14 @@ type settings struct {
 
 	// Seed 000's sizes: one budget that runs out within a cell, one that
 	// does not (the steady state).
-	BudgetSizes      []int64       `env:"COUNTERBENCH_BUDGETS" envDefault:"10000,10000000" help:"budgets the budget section spends, comma-separated"`
-	BudgetClients    []int         `env:"COUNTERBENCH_BUDGET_CLIENTS" envDefault:"3,6,9,32" help:"client concurrencies of the budget section"`
-	BudgetApproaches []string      `env:"COUNTERBENCH_BUDGET_APPROACHES" envDefault:"all" help:"budget approaches, comma-separated, or all: naive, for-update, lock-free, counterd, counterd-2"`
-	BudgetDuration   time.Duration `env:"COUNTERBENCH_BUDGET_DURATION" envDefault:"5s" help:"longest a budget or tickets cell runs; it ends earlier once the budget or the tickets are spent"`
-	Tickets          int           `env:"COUNTERBENCH_TICKETS" envDefault:"10000" help:"tickets the owner has in each tickets cell"`
-	TicketClients    []int         `env:"COUNTERBENCH_TICKET_CLIENTS" envDefault:"2,8,32" help:"concurrent draws of one owner in the tickets section"`
+	BudgetSizes      []int64  `env:"COUNTERBENCH_BUDGETS" envDefault:"10000,10000000" help:"budgets the budget section spends, comma-separated"`
+	BudgetClients    []int    `env:"COUNTERBENCH_BUDGET_CLIENTS" envDefault:"3,6,9,32" help:"client concurrencies of the budget section"`
+	BudgetApproaches []string `env:"COUNTERBENCH_BUDGET_APPROACHES" envDefault:"all" help:"budget approaches, comma-separated, or all: naive, for-update, lock-free, counterd, counterd-2"`
+	// Long enough for the SQL approaches to spend a budget of 10,000 on
+	// a quiet two-core machine (the seed's 1,000–4,000 grants/s).
+	BudgetDuration time.Duration `env:"COUNTERBENCH_BUDGET_DURATION" envDefault:"10s" help:"longest a budget or tickets cell runs; it ends earlier once the budget or the tickets are spent"`
+	Tickets        int           `env:"COUNTERBENCH_TICKETS" envDefault:"10000" help:"tickets the owner has in each tickets cell"`
+	TicketClients  []int         `env:"COUNTERBENCH_TICKET_CLIENTS" envDefault:"2,8,32" help:"concurrent draws of one owner in the tickets section"`
 }
 
 var (
