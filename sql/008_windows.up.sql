@@ -116,7 +116,9 @@ $$;
 
 -- counter_trending is the n keys starting with prefix (NULL: every key)
 -- with the largest count over the buckets of one width that start at or
--- after since, largest first, ties by key. It reads only those buckets:
+-- after since, largest first, ties by key; a key whose count there is 0
+-- is left out (a round that nets to 0 writes nothing, so a 0 would show
+-- or not depending on how increments fell into rounds). It reads only those buckets:
 -- an index-only range scan of counter_bucket_rows_by_time plus the slot
 -- rows (which the rollup keeps few), so its cost follows the rows in the
 -- window, not the number of keys. TOP post:* hour 24 10 is
@@ -142,6 +144,7 @@ FROM (
           AND (counter_trending.prefix IS NULL OR starts_with(s.key, counter_trending.prefix))
     ) AS p
     GROUP BY p.key
+    HAVING sum(p.n) <> 0
 ) AS t
 ORDER BY t.amount DESC, t.key
 LIMIT counter_trending.n
@@ -156,4 +159,4 @@ COMMENT ON COLUMN counter_buckets.total IS 'Increments the daemon accepted in th
 COMMENT ON FUNCTION counter_sum_since(text, text, timestamptz) IS
     'A key''s count over its buckets of one width (minute, hour, day) that start at or after since, with exact and the 95% error bound; an index range scan.';
 COMMENT ON FUNCTION counter_trending(text, text, timestamptz, integer) IS
-    'The n keys starting with prefix (NULL: all) with the largest count over the buckets of one width that start at or after since, largest first, ties by key; an index range scan of those buckets.';
+    'The n keys starting with prefix (NULL: all) with the largest non-zero count over the buckets of one width that start at or after since, largest first, ties by key; an index range scan of those buckets.';

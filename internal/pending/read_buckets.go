@@ -121,7 +121,7 @@ type KeyTotal = slots.KeyTotal
 // Top returns the n keys starting with prefix with the largest count over
 // the last buckets buckets of kind k (the current one and those before
 // it), largest first, ties by key: committed counts plus what this daemon
-// holds. The store ranks n plus as many keys as this daemon holds pending
+// holds. Keys whose count is 0 are left out, as counter_trending does. The store ranks n plus as many keys as this daemon holds pending
 // changes for, so a pending decrement that drops a key out of the store's
 // top n cannot leave a gap.
 func (b *Buffer) Top(ctx context.Context, prefix string, k change.Kind, buckets, n int) ([]KeyTotal, error) {
@@ -151,6 +151,9 @@ func (b *Buffer) Top(ctx context.Context, prefix string, k change.Kind, buckets,
 	}
 	out := make([]KeyTotal, 0, len(sums))
 	for key, s := range sums {
+		if s.Sign() == 0 {
+			continue // as counter_trending: a round netting to 0 writes nothing
+		}
 		if !s.IsInt64() {
 			return nil, fmt.Errorf("count of %q is %s: %w", key, s, slots.ErrOverflow)
 		}
