@@ -84,7 +84,7 @@ func (b *bench) maxConns() int {
 }
 
 func (b *bench) needsCounterd() bool {
-	if b.cfg.runs("ingest") || b.cfg.runs("latency") || b.cfg.runs("sustain") {
+	if b.cfg.runs("ingest") || b.cfg.runs("latency") || b.cfg.runs("sustain") || b.cfg.runs("windows") {
 		return true
 	}
 	return slices.ContainsFunc(b.cfg.Approaches, func(name string) bool {
@@ -162,6 +162,7 @@ func (b *bench) run(ctx context.Context) (*report.Report, error) {
 		{"ingest", b.ingest},
 		{"latency", b.latency},
 		{"sustain", b.sustain},
+		{"windows", b.windows},
 	} {
 		if !b.cfg.runs(s.name) {
 			continue
@@ -197,6 +198,9 @@ func (b *bench) cells() int {
 	}
 	if b.cfg.runs("sustain") {
 		n++
+	}
+	if b.cfg.runs("windows") {
+		n += 2
 	}
 	return n
 }

@@ -41,7 +41,19 @@ func (b *bench) startCounterd(ctx context.Context) (*counterdServer, error) {
 	if b.counterd != nil {
 		return b.counterd, nil
 	}
-	dir := filepath.Join(b.tmp, "counterd")
+	srv, err := b.launchCounterd(ctx, "counterd", report.CounterdLogFile)
+	if err != nil {
+		return nil, err
+	}
+	b.counterd = srv
+	return srv, nil
+}
+
+// launchCounterd starts a counterd whose socket and journal are in dir
+// name under the run's temporary directory and whose output goes to
+// logName; extra settings come last and win.
+func (b *bench) launchCounterd(ctx context.Context, name, logName string, extra ...string) (*counterdServer, error) {
+	dir := filepath.Join(b.tmp, name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -62,7 +74,8 @@ func (b *bench) startCounterd(ctx context.Context) (*counterdServer, error) {
 			env = append(env, kv) // later entries win
 		}
 	}
-	log, err := b.createLog(report.CounterdLogFile)
+	env = append(env, extra...)
+	log, err := b.createLog(logName)
 	if err != nil {
 		return nil, err
 	}
@@ -85,9 +98,9 @@ func (b *bench) startCounterd(ctx context.Context) (*counterdServer, error) {
 		}
 		return strings.Trim(strings.Fields(rest)[0], `"`), true
 	})
-	b.counterd = &counterdServer{proc: proc, socket: socket, metrics: metrics, ctl: control(socket), log: log}
+	srv := &counterdServer{proc: proc, socket: socket, metrics: metrics, ctl: control(socket), log: log}
 	b.progress.note(fmt.Sprintf("counterd ready (pid %d)", proc.Pid()))
-	return b.counterd, nil
+	return srv, nil
 }
 
 // control is a one-connection client for FLUSH, FLUSHALL and the like.
