@@ -26,13 +26,13 @@ func (b *bench) windows(ctx context.Context) error {
 	}
 	clients := b.cfg.Clients[len(b.cfg.Clients)-1]
 	for i, c := range []struct{ name, windows string }{
-		{"no windows", ""},
-		{"3 windows", benchWindows},
+		{"counterd", ""},
+		{"counterd+3 windows", benchWindows},
 	} {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		b.progress.step("windows: counterd, %s, %s c=%d", c.name, d, clients)
+		b.progress.step("windows %s %s c=%d", c.name, d, clients)
 		row := report.Row{Section: report.Windows, Approach: c.name, Keys: d.String(), Clients: clients, Pipeline: 1}
 		err := b.windowsCell(ctx, i, c.windows, d, clients, &row)
 		if ctx.Err() != nil {

@@ -15,7 +15,7 @@ func windows(b *bufio.Writer, r *Report) {
 		return
 	}
 	fmt.Fprintf(b, "## Time windows\n\n")
-	fmt.Fprintf(b, "The same load against counterd without time windows and with three (`COUNTERD_WINDOWS='*=minute:2h,hour:14d,day:400d'`, each increment adding to its key's total and to three buckets), each its own daemon, then FLUSHed. *rows/incr* counts slot rows written (totals and buckets, `counterd_flush_keys_total`) per increment.\n\n")
+	fmt.Fprintf(b, "The same load against counterd without time windows (*counterd*) and with three (*counterd+3 windows*): `COUNTERD_WINDOWS='*=minute:2h,hour:14d,day:400d'`, each increment adding to its key's total and to three buckets; each its own daemon, then FLUSHed. *rows/incr* counts slot rows written (totals and buckets, `counterd_flush_keys_total`) per increment.\n\n")
 	var body [][]string
 	var base float64
 	for _, x := range rows {
