@@ -98,7 +98,7 @@ func (b *bench) maxConns() int {
 }
 
 func (b *bench) needsCounterd() bool {
-	if b.cfg.runs("ingest") || b.cfg.runs("latency") || b.cfg.runs("sustain") || b.cfg.needsTake() {
+	if b.cfg.runs("ingest") || b.cfg.runs("latency") || b.cfg.runs("sustain") || b.cfg.runs("windows") || b.cfg.needsTake() {
 		return true
 	}
 	return slices.ContainsFunc(b.cfg.Approaches, func(name string) bool {
@@ -181,6 +181,7 @@ func (b *bench) run(ctx context.Context) (*report.Report, error) {
 		{"ingest", b.ingest},
 		{"latency", b.latency},
 		{"sustain", b.sustain},
+		{"windows", b.windows},
 		{"budget", b.budgets},
 		{"tickets", b.ticketsSection},
 	} {
@@ -219,6 +220,9 @@ func (b *bench) cells() int {
 	}
 	if b.cfg.runs("sustain") {
 		n++
+	}
+	if b.cfg.runs("windows") {
+		n += 2
 	}
 	if b.cfg.runs("budget") {
 		n += len(b.cfg.BudgetSizes) * len(b.cfg.BudgetApproaches) * len(b.cfg.BudgetClients)

@@ -58,8 +58,9 @@ func (b *bench) startCounterd(ctx context.Context) (*counterdServer, error) {
 }
 
 // spawnCounterd starts a counterd whose socket and journal are in dir,
-// printing into log, on the run's database. Several may run at once.
-func (b *bench) spawnCounterd(ctx context.Context, dir string, log *os.File) (*counterdServer, error) {
+// printing into log, on the run's database; extra settings come last and
+// win. Several may run at once.
+func (b *bench) spawnCounterd(ctx context.Context, dir string, log *os.File, extra ...string) (*counterdServer, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -80,6 +81,7 @@ func (b *bench) spawnCounterd(ctx context.Context, dir string, log *os.File) (*c
 			env = append(env, kv) // later entries win
 		}
 	}
+	env = append(env, extra...)
 	b.progress.note("starting counterd (" + b.cfg.Counterd + ")")
 	proc, err := process.Start(ctx, process.Spec{
 		Name: "counterd", Path: b.cfg.Counterd, Env: env, Timeout: time.Minute, Log: log,

@@ -77,6 +77,10 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		}
 		// Rows skipped for their data still let every other key fold,
 		// so the pass reports and prunes before it fails.
+		buckets, err := foldBuckets(pctx, store, cfg, start)
+		if err != nil {
+			return fmt.Errorf("rollup pass: %w", err)
+		}
 		pruned, err := store.PruneInstances(pctx, time.Now().Add(-cfg.PruneAfter))
 		if err != nil {
 			return fmt.Errorf("rollup pass: %w", err)
@@ -85,11 +89,13 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		// A pass that found nothing to do is routine: debug, so an idle
 		// scheduler's log stays quiet.
 		level := slog.LevelInfo
-		if res.Rows == 0 && res.Skipped == 0 && pruned == 0 && foldErr == nil {
+		if res.Rows == 0 && res.Skipped == 0 && pruned == 0 && foldErr == nil && buckets.Rows == 0 && buckets.Expired == 0 {
 			level = slog.LevelDebug
 		}
 		log.Log(ctx, level, "rollup pass", "slot_rows", res.Rows, "keys", res.Keys, "chunks", res.Chunks,
-			"limited", res.Limited, "skipped", res.Skipped, "left", res.Left, "pruned_instances", pruned, "took", took)
+			"limited", res.Limited || buckets.Limited, "skipped", res.Skipped, "left", res.Left,
+			"bucket_slots_folded", buckets.Rows, "buckets", buckets.Buckets, "expired_buckets", buckets.Expired,
+			"pruned_instances", pruned, "took", took)
 		fmt.Fprintf(stdout, "folded %d slot rows into %d keys in %d chunks in %v; %s\n", res.Rows, res.Keys, res.Chunks, took, left(res))
 		if foldErr != nil {
 			return fmt.Errorf("rollup pass: %w", foldErr)
@@ -100,6 +106,29 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return pass()
 	}
 	return schedule(ctx, cfg.Schedule, log, pass)
+}
+
+// foldBuckets folds time-window bucket slot rows and deletes buckets past
+// their keep_until, within what is left of ROLLUP_MAX_PASS after the fold
+// of totals began at start.
+func foldBuckets(ctx context.Context, store *slots.Store, cfg config.Rollup, start time.Time) (slots.BucketFoldResult, error) {
+	var res slots.BucketFoldResult
+	left := cfg.MaxPass - time.Since(start)
+	if left <= 0 {
+		res.Limited = true
+		return res, nil
+	}
+	res, err := store.FoldBuckets(ctx, slots.FoldOptions{Chunk: cfg.Chunk, MaxDuration: left})
+	if err != nil {
+		return res, err
+	}
+	if left = cfg.MaxPass - time.Since(start); left <= 0 {
+		res.Limited = true
+		return res, nil
+	}
+	expired, limited, err := store.ExpireBuckets(ctx, time.Time{}, slots.FoldOptions{Chunk: cfg.Chunk, MaxDuration: left})
+	res.Expired, res.Limited = expired, res.Limited || limited
+	return res, err
 }
 
 // left describes what a pass left behind.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/counterd/counterd/internal/glob"
 	"github.com/counterd/counterd/internal/journal"
+	"github.com/counterd/counterd/internal/windows"
 )
 
 // MetricsOff is the COUNTERD_METRICS_ADDR that serves no metrics.
@@ -49,6 +50,13 @@ type Counterd struct {
 	SampleKeys string  `env:"COUNTERD_SAMPLE_KEYS" help:"comma-separated glob patterns (* and ?) of keys whose increments are sampled while hot, as view:*,*:views; empty: never sample"`
 	HotTarget  float64 `env:"COUNTERD_HOT_TARGET" envDefault:"100" help:"while hot, aim for this many recorded increments per second per key"`
 	HotMaxN    int     `env:"COUNTERD_HOT_MAX_N" envDefault:"1000" help:"largest sampling factor N"`
+
+	// Empty by default: windows cost a bucket row per width per key and
+	// round, so an operator names the keys that need them.
+	Windows string `env:"COUNTERD_WINDOWS" help:"time windows by key pattern: pattern=width:retention[,...] rules separated by ;, as post:*=minute:2h,hour:14d,day:400d;view:*=hour:2d (widths minute, hour, day; first matching pattern wins); empty: none"`
+	// Only tests set it: it pins the accept clock, so a test can assert
+	// which bucket an increment lands in without sleeping to a boundary.
+	TestClock time.Time `env:"COUNTERD_TEST_CLOCK" help:"for tests only: RFC 3339 time the accept clock (which picks time buckets) starts at; empty: the host's clock"`
 
 	Slots      int `env:"COUNTERD_SLOTS" envDefault:"16" help:"slot rows one key may spread over"`
 	Writers    int `env:"COUNTERD_WRITERS" envDefault:"2" help:"most transactions one flush round is split into (one per 2,000 keys), written at once (1..16)"`
@@ -135,6 +143,9 @@ func (c *Counterd) Validate() error {
 	}
 	if _, err := glob.Parse(c.SampleKeys); err != nil {
 		return &Error{"COUNTERD_SAMPLE_KEYS", err.Error()}
+	}
+	if _, err := windows.Parse(c.Windows); err != nil {
+		return &Error{"COUNTERD_WINDOWS", err.Error()}
 	}
 	return validLogFormat("COUNTERD_LOG_FORMAT", c.LogFormat)
 }

@@ -31,6 +31,10 @@ const (
 		"use MULTI/EXEC alone, whose increments apply all or nothing"
 	errFlushInMulti = "ERR FLUSH is not allowed inside MULTI: it waits on the database; send it after EXEC"
 	errTxTooLong    = "ERR transaction too long: more than 100000 keys queued"
+	// A transaction's reads are answered at their position in it; time
+	// window reads are not (yet), so they are refused rather than
+	// answered as of EXEC.
+	errWindowInMulti = "ERR COUNT ... SINCE, RANGE and TOP are not allowed inside MULTI; send them after EXEC"
 )
 
 // txKind is what a queued command does at EXEC.
@@ -162,6 +166,8 @@ func (t *tx) queue(args [][]byte) string {
 		}
 		cmd = txCmd{kind: txIncr, delta: d}
 		keys = args[1:2]
+	case is(name, "COUNT") && len(args) > 2, is(name, "RANGE"), is(name, "TOP"):
+		return errWindowInMulti
 	case is(name, "GET"), is(name, "COUNT"):
 		if len(args) != 2 {
 			return wrongArityMsg(name)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/counterd/counterd/internal/change"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -39,6 +41,10 @@ type Options struct {
 	// MaxAttempts bounds retries of a transaction that hit a deadlock or
 	// serialization failure (default 8).
 	MaxAttempts int
+	// Retention says how long key's buckets of a windowed kind are kept
+	// after they end (false: the key has no such window now; its bucket
+	// is kept until it ends). Nil keeps every bucket until it ends.
+	Retention func(key string, k change.Kind) (time.Duration, bool)
 }
 
 // Store reads and writes counters in PostgreSQL.
@@ -47,6 +53,7 @@ type Store struct {
 	slots       int
 	writers     int
 	maxAttempts int
+	retention   func(key string, k change.Kind) (time.Duration, bool)
 }
 
 // New returns a Store over pool, which must have the schema migrated.
@@ -66,7 +73,7 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 8
 	}
-	return &Store{pool: pool, slots: opts.Slots, writers: opts.Writers, maxAttempts: opts.MaxAttempts}, nil
+	return &Store{pool: pool, slots: opts.Slots, writers: opts.Writers, maxAttempts: opts.MaxAttempts, retention: opts.Retention}, nil
 }
 
 // Slots returns how many slot rows one key may spread over.

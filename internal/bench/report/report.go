@@ -36,6 +36,9 @@ const (
 	// Sustain cells are a long paced load on counterd with its metrics
 	// sampled over time.
 	Sustain = "sustain"
+	// Windows cells are counterd without time windows and with three
+	// (COUNTERD_WINDOWS), under the same load.
+	Windows = "windows"
 )
 
 // Row is one measured cell.
