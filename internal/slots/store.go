@@ -39,6 +39,10 @@ type Options struct {
 	// MaxAttempts bounds retries of a transaction that hit a deadlock or
 	// serialization failure (default 8).
 	MaxAttempts int
+	// KeyTTL, when set, is the idle retention of a key (0: none); each
+	// round that writes a key with one moves its expiry to now plus it
+	// (COUNTERD_KEY_TTL, see set.go).
+	KeyTTL func(key string) time.Duration
 }
 
 // Store reads and writes counters in PostgreSQL.
@@ -47,6 +51,7 @@ type Store struct {
 	slots       int
 	writers     int
 	maxAttempts int
+	keyTTL      keyTTLFunc
 }
 
 // New returns a Store over pool, which must have the schema migrated.
@@ -66,7 +71,7 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 8
 	}
-	return &Store{pool: pool, slots: opts.Slots, writers: opts.Writers, maxAttempts: opts.MaxAttempts}, nil
+	return &Store{pool: pool, slots: opts.Slots, writers: opts.Writers, maxAttempts: opts.MaxAttempts, keyTTL: opts.KeyTTL}, nil
 }
 
 // Slots returns how many slot rows one key may spread over.
