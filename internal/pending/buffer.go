@@ -95,7 +95,7 @@ func New(store Store, opts Options) *Buffer {
 	for _, rec := range opts.Recovered {
 		r := &round{id: rec.ID, cells: newCells(len(rec.Changes)), recovered: true}
 		for _, c := range rec.Changes {
-			r.cells.apply(c)
+			r.cells.restore(c)
 		}
 		f.rounds = append(f.rounds, r)
 		m.replayedRounds.Inc()

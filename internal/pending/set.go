@@ -27,12 +27,19 @@ func cellID(ch change.Change) change.ID {
 // an expiry accepted before it in the same round: SET and DEL remove a
 // key's expiry, as in Redis; an EXPIRE after them sets it again.
 func (cs cells) fold(c *cell, ch change.Change) {
-	switch ch.Kind {
-	case change.Set:
-		c.n, c.v, c.set = ch.Delta, ch.Var, true
+	if ch.Kind == change.Set {
 		if e := cs.other[change.ID{Key: ch.Key, Kind: change.Expire}]; e != nil {
 			e.n = 0
 		}
+	}
+	setCell(c, ch)
+}
+
+// setCell applies ch to c alone.
+func setCell(c *cell, ch change.Change) {
+	switch ch.Kind {
+	case change.Set:
+		c.n, c.v, c.set = ch.Delta, ch.Var, true
 	case change.Expire:
 		c.n, c.set = ch.Delta, true
 	default:
@@ -41,16 +48,18 @@ func (cs cells) fold(c *cell, ch change.Change) {
 	}
 }
 
-// apply folds ch into cs, creating its cell if needed, and reports whether
-// it did (replay uses it; the accept path checks first).
-func (cs cells) apply(ch change.Change) (created bool) {
+// restore folds a change replayed from the journal into cs. The journal
+// nets a segment's records the way fold does (a Set replaces its key's
+// total and cancels an earlier expiry; see journal's scan.go), so each
+// change is already the net of its cell, and their order, first
+// appearance, no longer matters.
+func (cs cells) restore(ch change.Change) {
 	id := cellID(ch)
 	c := cs.get(id)
 	if c == nil {
-		c, created = cs.add(id), true
+		c = cs.add(id)
 	}
-	cs.fold(c, ch)
-	return created
+	setCell(c, ch)
 }
 
 // change returns the change a round writes for the cell of id, and
