@@ -20,6 +20,7 @@ import (
 	"github.com/counterd/counterd/internal/logging"
 	"github.com/counterd/counterd/internal/migrate"
 	"github.com/counterd/counterd/internal/pending"
+	"github.com/counterd/counterd/internal/retention"
 	"github.com/counterd/counterd/internal/server"
 	"github.com/counterd/counterd/internal/slots"
 	"github.com/counterd/counterd/internal/socket"
@@ -97,7 +98,15 @@ func migrateUp(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error 
 // the database; shutdown stops accepting, finishes every connection, then
 // flushes everything and closes the journal.
 func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgxpool.Pool) error {
-	store, err := slots.New(pool, slots.Options{Slots: cfg.Slots, Writers: cfg.Writers})
+	keyTTL, err := retention.Parse(cfg.KeyTTL)
+	if err != nil {
+		return fmt.Errorf("BUG: COUNTERD_KEY_TTL passed validation: %w", err)
+	}
+	storeOpts := slots.Options{Slots: cfg.Slots, Writers: cfg.Writers}
+	if keyTTL != nil {
+		storeOpts.KeyTTL = keyTTL.TTL // nil otherwise: rounds skip the check
+	}
+	store, err := slots.New(pool, storeOpts)
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,11 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 			return fmt.Errorf("rollup pass: %w", foldErr)
 		}
 		// Rows skipped for their data still let every other key fold,
-		// so the pass reports and prunes before it fails.
+		// so the pass reports, expires and prunes before it fails.
+		expired, err := store.Expire(pctx, slots.ExpireOptions{MaxDuration: cfg.MaxPass})
+		if err != nil {
+			return fmt.Errorf("rollup pass: %w", err)
+		}
 		pruned, err := store.PruneInstances(pctx, time.Now().Add(-cfg.PruneAfter))
 		if err != nil {
 			return fmt.Errorf("rollup pass: %w", err)
@@ -85,12 +89,15 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		// A pass that found nothing to do is routine: debug, so an idle
 		// scheduler's log stays quiet.
 		level := slog.LevelInfo
-		if res.Rows == 0 && res.Skipped == 0 && pruned == 0 && foldErr == nil {
+		if res.Rows == 0 && res.Skipped == 0 && pruned == 0 && expired.Keys == 0 && foldErr == nil {
 			level = slog.LevelDebug
 		}
 		log.Log(ctx, level, "rollup pass", "slot_rows", res.Rows, "keys", res.Keys, "chunks", res.Chunks,
-			"limited", res.Limited, "skipped", res.Skipped, "left", res.Left, "pruned_instances", pruned, "took", took)
+			"limited", res.Limited, "skipped", res.Skipped, "left", res.Left, "expired_keys", expired.Keys, "pruned_instances", pruned, "took", took)
 		fmt.Fprintf(stdout, "folded %d slot rows into %d keys in %d chunks in %v; %s\n", res.Rows, res.Keys, res.Chunks, took, left(res))
+		if expired.Keys > 0 {
+			fmt.Fprintf(stdout, "deleted %d expired keys in %d chunks\n", expired.Keys, expired.Chunks)
+		}
 		if foldErr != nil {
 			return fmt.Errorf("rollup pass: %w", foldErr)
 		}

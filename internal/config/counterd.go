@@ -8,6 +8,7 @@ import (
 
 	"github.com/counterd/counterd/internal/glob"
 	"github.com/counterd/counterd/internal/journal"
+	"github.com/counterd/counterd/internal/retention"
 )
 
 // MetricsOff is the COUNTERD_METRICS_ADDR that serves no metrics.
@@ -46,9 +47,11 @@ type Counterd struct {
 	HotRate float64 `env:"COUNTERD_HOT_RATE" envDefault:"1000" help:"a key is hot above this many increments per second"`
 	// Empty by default: counts are exact unless an operator names the
 	// keys (page views, say) for which an estimate is good enough.
-	SampleKeys string  `env:"COUNTERD_SAMPLE_KEYS" help:"comma-separated glob patterns (* and ?) of keys whose increments are sampled while hot, as view:*,*:views; empty: never sample"`
-	HotTarget  float64 `env:"COUNTERD_HOT_TARGET" envDefault:"100" help:"while hot, aim for this many recorded increments per second per key"`
-	HotMaxN    int     `env:"COUNTERD_HOT_MAX_N" envDefault:"1000" help:"largest sampling factor N"`
+	SampleKeys string `env:"COUNTERD_SAMPLE_KEYS" help:"comma-separated glob patterns (* and ?) of keys whose increments are sampled while hot, as view:*,*:views; empty: never sample"`
+	// Empty by default: a counter lives until DEL or EXPIRE says otherwise.
+	KeyTTL    string  `env:"COUNTERD_KEY_TTL" help:"default idle retention by key pattern, as session:*=1d;tmp:*=1h: a matching key expires that long after the last round that wrote it (an explicit EXPIRE wins until it passes); empty: none"`
+	HotTarget float64 `env:"COUNTERD_HOT_TARGET" envDefault:"100" help:"while hot, aim for this many recorded increments per second per key"`
+	HotMaxN   int     `env:"COUNTERD_HOT_MAX_N" envDefault:"1000" help:"largest sampling factor N"`
 
 	Slots      int `env:"COUNTERD_SLOTS" envDefault:"16" help:"slot rows one key may spread over"`
 	Writers    int `env:"COUNTERD_WRITERS" envDefault:"2" help:"most transactions one flush round is split into (one per 2,000 keys), written at once (1..16)"`
@@ -135,6 +138,9 @@ func (c *Counterd) Validate() error {
 	}
 	if _, err := glob.Parse(c.SampleKeys); err != nil {
 		return &Error{"COUNTERD_SAMPLE_KEYS", err.Error()}
+	}
+	if _, err := retention.Parse(c.KeyTTL); err != nil {
+		return &Error{"COUNTERD_KEY_TTL", err.Error()}
 	}
 	return validLogFormat("COUNTERD_LOG_FORMAT", c.LogFormat)
 }

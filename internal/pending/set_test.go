@@ -10,8 +10,10 @@ import (
 	"github.com/counterd/counterd/internal/slots"
 )
 
-func incr(k string, d int64) change.Change { return change.Change{Key: k, Kind: change.Total, Delta: d} }
-func set(k string, n int64) change.Change  { return change.Change{Key: k, Kind: change.Set, Delta: n} }
+func incr(k string, d int64) change.Change {
+	return change.Change{Key: k, Kind: change.Total, Delta: d}
+}
+func set(k string, n int64) change.Change { return change.Change{Key: k, Kind: change.Set, Delta: n} }
 func expire(k string, at int64) change.Change {
 	return change.Change{Key: k, Kind: change.Expire, Delta: at}
 }
@@ -104,7 +106,7 @@ func sorted(b []change.Change) []change.Change {
 func TestSetOverflowCheck(t *testing.T) {
 	t.Parallel()
 	b := New(nil, Options{})
-	items := []change.Change{incr("a", 1 << 62), incr("a", 1 << 62), set("a", 1<<63-1), incr("a", 1), set("a", 0), incr("a", 1)}
+	items := []change.Change{incr("a", 1<<62), incr("a", 1<<62), set("a", 1<<63-1), incr("a", 1), set("a", 0), incr("a", 1)}
 	errs := make([]error, len(items))
 	if _, err := b.AddGroup(items, errs); err != nil {
 		t.Fatal(err)

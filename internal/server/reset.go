@@ -317,4 +317,3 @@ func (s *Server) persist(ctx context.Context, out, key []byte) []byte {
 	}
 	return resp.AppendInt(out, 1)
 }
-

@@ -200,4 +200,3 @@ func TestExpireChunks(t *testing.T) {
 		t.Fatalf("keys left: got %d; want 1", n)
 	}
 }
-
