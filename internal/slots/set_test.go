@@ -200,3 +200,47 @@ func TestExpireChunks(t *testing.T) {
 		t.Fatalf("keys left: got %d; want 1", n)
 	}
 }
+
+// COUNTERD_KEY_TTL: each round that writes a matching key moves its idle
+// expiry to now plus the retention; an explicit expiry wins; keys that do
+// not match get no row.
+func TestKeyTTL(t *testing.T) {
+	t.Parallel()
+	_, db := newStore(t, 4)
+	ctx := context.Background()
+	s, err := slots.New(db.Pool, slots.Options{KeyTTL: func(k string) time.Duration {
+		if k[0] == 's' {
+			return time.Hour
+		}
+		return 0
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := slots.BatchID{Identity: slots.Identity{Instance: "ttl"}, Seq: 1}
+	explicit := time.Now().Add(10 * time.Hour).Unix()
+	mustApply(t, s, id, change.Change{Key: "s1", Kind: change.Total, Delta: 1}, change.Change{Key: "s2", Kind: change.Set, Delta: 4},
+		change.Change{Key: "s3", Kind: change.Total, Delta: 1}, change.Change{Key: "s3", Kind: change.Expire, Delta: explicit},
+		change.Change{Key: "p1", Kind: change.Total, Delta: 1})
+	rows, err := db.Pool.Query(ctx, `SELECT key, round(extract(epoch FROM expires_at - now()) / 60)::int, idle IS NOT NULL FROM counter_expiry ORDER BY key`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		key  string
+		mins int
+		idle bool
+	}
+	var got []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.key, &r.mins, &r.idle); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	want := []row{{"s1", 60, true}, {"s2", 60, true}, {"s3", 600, false}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("expiry rows: got %v; want %v", got, want)
+	}
+}
