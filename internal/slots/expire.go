@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,7 +13,7 @@ import (
 
 // Expiry. A key whose counter_expiry row has passed reads as 0 (read.go);
 // its stored rows are removed by whichever comes first:
-//   - the next write of the key (resetExpired, in writeBatch): the write
+//   - the next write of the key (resetExpired, in writeBatchExpiring): the write
 //     deletes the expiry row and adds minus the stored total to the slot
 //     row it writes, so the round's delta starts the key's new life;
 //   - the rollup (Expire): it deletes the expired keys' slot rows, base
@@ -22,13 +23,15 @@ import (
 // write waiting on the rollup finds the row gone and adds its delta to
 // nothing. They may deadlock on slot rows, and both retry.
 
-// resetExpired is writeBatch's CTEs for expired keys among $3: expired
-// deletes their expiry rows, reset holds their stored totals (as the
-// statement's snapshot sees them) to subtract. With no expiry rows it is a
-// lookup in an empty table.
+// resetExpired is writeBatchExpiring's CTEs for expired keys among $3:
+// expired deletes their expiry rows, reset holds their stored totals (as
+// the statement's snapshot sees them) to subtract; only keys of lanes
+// this statement writes, since the subtraction goes with the key's delta.
 const resetExpired = `expired AS (
     DELETE FROM counter_expiry x
-    WHERE x.key = ANY($3::text[]) AND x.expires_at <= now()
+    USING unnest($3::text[], $7::smallint[]) AS b(key, lane)
+    WHERE x.key = b.key AND x.expires_at <= now()
+      AND ($1::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane])
     RETURNING x.key
 ), reset AS (
     SELECT x.key, t.n, t.v FROM expired x
@@ -40,6 +43,43 @@ const resetExpired = `expired AS (
         ) AS p
     ) AS t
 )`
+
+// writeBatchExpiring is writeBatch with resetExpired: the key's stored
+// total is subtracted from the slot row its delta goes to when its expiry
+// has passed. It is built from writeBatch so the two cannot drift.
+var writeBatchExpiring = func() string {
+	q := writeBatch
+	for _, r := range [][2]string{
+		{"), written AS (", "), " + resetExpired + ", written AS ("},
+		{"SELECT b.key, coalesce(f.slot, b.fallback), b.n, b.v\n",
+			"SELECT b.key, coalesce(f.slot, b.fallback),\n" +
+				"           b.n - coalesce((SELECT r.n FROM reset r WHERE r.key = b.key), 0),\n" +
+				"           b.v - coalesce((SELECT r.v FROM reset r WHERE r.key = b.key), 0)\n"},
+	} {
+		if !strings.Contains(q, r[0]) {
+			panic("BUG: writeBatch changed; writeBatchExpiring cannot be built from it")
+		}
+		q = strings.Replace(q, r[0], r[1], 1)
+	}
+	return q
+}()
+
+// writeStatement is the statement a round of plain increments is written
+// with: writeBatch while counter_expiry is empty, so a deployment that
+// never uses expiry pays one index-only lookup per transaction and
+// nothing per key; writeBatchExpiring once any key has an expiry. A key
+// whose first expiry is committed, already passed, between this check
+// and the write is reset by its next write instead.
+func (s *Store) writeStatement(ctx context.Context) (string, error) {
+	var any bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM counter_expiry)`).Scan(&any); err != nil {
+		return "", fmt.Errorf("check for expiries: %w", err)
+	}
+	if any {
+		return writeBatchExpiring, nil
+	}
+	return writeBatch, nil
+}
 
 // DefaultExpireChunk is how many expired keys one rollup transaction
 // deletes.

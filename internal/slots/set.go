@@ -99,7 +99,7 @@ func (s *Store) writeTxOnce(ctx context.Context, seq int64, p *part, res *ApplyR
 	}
 	if len(incs.keys) > 0 {
 		var u, i, done int
-		err := tx.QueryRow(ctx, writeBatch, pgx.QueryExecModeCacheDescribe, nil, seq, incs.keys, incs.deltas, incs.vars, incs.fallback, incs.lanes).
+		err := tx.QueryRow(ctx, writeBatchExpiring, pgx.QueryExecModeCacheDescribe, nil, seq, incs.keys, incs.deltas, incs.vars, incs.fallback, incs.lanes).
 			Scan(&u, &i, &done)
 		if err != nil {
 			return false, err

@@ -111,7 +111,7 @@ type laneChange struct {
 func (s *Store) write(ctx context.Context, seq int64, p *part, res *ApplyResult) (bool, error) {
 	slices.SortFunc(p.changes, func(a, b laneChange) int { return strings.Compare(a.Key, b.Key) })
 	if s.special(p) {
-		return s.writeTx(ctx, seq, p, res) // SET, DEL, EXPIRE or COUNTERD_KEY_TTL: expire.go
+		return s.writeTx(ctx, seq, p, res) // SET, DEL, EXPIRE or COUNTERD_KEY_TTL: set.go
 	}
 	n := len(p.changes)
 	keys, deltas, vars := make([]string, n), make([]int64, n), make([]float64, n)
@@ -125,7 +125,11 @@ func (s *Store) write(ctx context.Context, seq int64, p *part, res *ApplyResult)
 	}
 	var doneLanes int
 	err := s.retry(ctx, &res.Attempts, func() error {
-		return s.pool.QueryRow(ctx, writeBatch, pgx.QueryExecModeCacheDescribe, p.lanes, seq, keys, deltas, vars, fallback, lanes).
+		q, err := s.writeStatement(ctx) // expire.go
+		if err != nil {
+			return err
+		}
+		return s.pool.QueryRow(ctx, q, pgx.QueryExecModeCacheDescribe, p.lanes, seq, keys, deltas, vars, fallback, lanes).
 			Scan(&res.Updated, &res.Inserted, &doneLanes)
 	})
 	return err == nil && p.lanes != nil && doneLanes == len(p.lanes), err
@@ -149,8 +153,7 @@ func (s *Store) write(ctx context.Context, seq int64, p *part, res *ApplyResult)
 // for its holder. The executor takes one key at a time (no sort between
 // the join and the insert, and fresh is a one-off InitPlan rather than a
 // join), so a writer only ever waits while holding rows of smaller keys
-// and writers cannot form a lock cycle. reset (expire.go) starts a new
-// life for keys whose expiry has passed, even in a lane already written. Counts are numeric: no sum can
+// and writers cannot form a lock cycle. Counts are numeric: no sum can
 // overflow, so no key can make a round fail.
 const writeBatch = `
 WITH advanced AS (
@@ -163,13 +166,9 @@ WITH advanced AS (
 ), fresh AS (
     SELECT array_agg(l.name IN (SELECT instance FROM advanced) ORDER BY l.ord) AS lanes
     FROM unnest($1::text[]) WITH ORDINALITY AS l(name, ord)
-), ` + resetExpired + `, written AS (
+), written AS (
     INSERT INTO counter_slots AS cs (key, slot, count, variance)
-    SELECT b.key, coalesce(f.slot, b.fallback),
-           CASE WHEN $1::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane] THEN b.n ELSE 0 END
-               - coalesce((SELECT r.n FROM reset r WHERE r.key = b.key), 0),
-           CASE WHEN $1::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane] THEN b.v ELSE 0 END
-               - coalesce((SELECT r.v FROM reset r WHERE r.key = b.key), 0)
+    SELECT b.key, coalesce(f.slot, b.fallback), b.n, b.v
     FROM unnest($3::text[], $4::bigint[], $5::float8[], $6::smallint[], $7::smallint[])
         AS b(key, n, v, fallback, lane)
     LEFT JOIN LATERAL (
@@ -180,7 +179,6 @@ WITH advanced AS (
         FOR UPDATE SKIP LOCKED
     ) AS f ON true
     WHERE $1::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane]
-        OR EXISTS (SELECT FROM reset r WHERE r.key = b.key)
     ON CONFLICT (key, slot) DO UPDATE
     SET count = cs.count + excluded.count, variance = cs.variance + excluded.variance
     RETURNING cs.xmax = 0 AS created
