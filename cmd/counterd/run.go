@@ -20,6 +20,7 @@ import (
 	"github.com/counterd/counterd/internal/logging"
 	"github.com/counterd/counterd/internal/migrate"
 	"github.com/counterd/counterd/internal/pending"
+	"github.com/counterd/counterd/internal/retention"
 	"github.com/counterd/counterd/internal/server"
 	"github.com/counterd/counterd/internal/slots"
 	"github.com/counterd/counterd/internal/socket"
@@ -107,7 +108,15 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		clock = windows.NewClock(cfg.TestClock)
 		log.Warn("accept clock pinned by COUNTERD_TEST_CLOCK (for tests only)", "start", cfg.TestClock)
 	}
-	store, err := slots.New(pool, slots.Options{Slots: cfg.Slots, Writers: cfg.Writers, Retention: win.Retention})
+	keyTTL, err := retention.Parse(cfg.KeyTTL)
+	if err != nil {
+		return fmt.Errorf("BUG: COUNTERD_KEY_TTL passed validation: %w", err)
+	}
+	storeOpts := slots.Options{Slots: cfg.Slots, Writers: cfg.Writers, Retention: win.Retention}
+	if keyTTL != nil {
+		storeOpts.KeyTTL = keyTTL.TTL // nil otherwise: rounds skip the check
+	}
+	store, err := slots.New(pool, storeOpts)
 	if err != nil {
 		return err
 	}

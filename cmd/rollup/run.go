@@ -76,8 +76,12 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 			return fmt.Errorf("rollup pass: %w", foldErr)
 		}
 		// Rows skipped for their data still let every other key fold,
-		// so the pass reports and prunes before it fails.
+		// so the pass reports, expires and prunes before it fails.
 		buckets, err := foldBuckets(pctx, store, cfg, start)
+		if err != nil {
+			return fmt.Errorf("rollup pass: %w", err)
+		}
+		expired, err := store.Expire(pctx, slots.ExpireOptions{MaxDuration: cfg.MaxPass})
 		if err != nil {
 			return fmt.Errorf("rollup pass: %w", err)
 		}
@@ -89,14 +93,17 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		// A pass that found nothing to do is routine: debug, so an idle
 		// scheduler's log stays quiet.
 		level := slog.LevelInfo
-		if res.Rows == 0 && res.Skipped == 0 && pruned == 0 && foldErr == nil && buckets.Rows == 0 && buckets.Expired == 0 {
+		if res.Rows == 0 && res.Skipped == 0 && pruned == 0 && foldErr == nil && buckets.Rows == 0 && buckets.Expired == 0 && expired.Keys == 0 {
 			level = slog.LevelDebug
 		}
 		log.Log(ctx, level, "rollup pass", "slot_rows", res.Rows, "keys", res.Keys, "chunks", res.Chunks,
-			"limited", res.Limited || buckets.Limited, "skipped", res.Skipped, "left", res.Left,
+			"limited", res.Limited || buckets.Limited || expired.Limited, "skipped", res.Skipped, "left", res.Left,
 			"bucket_slots_folded", buckets.Rows, "buckets", buckets.Buckets, "expired_buckets", buckets.Expired,
-			"pruned_instances", pruned, "took", took)
+			"expired_keys", expired.Keys, "pruned_instances", pruned, "took", took)
 		fmt.Fprintf(stdout, "folded %d slot rows into %d keys in %d chunks in %v; %s\n", res.Rows, res.Keys, res.Chunks, took, left(res))
+		if expired.Keys > 0 {
+			fmt.Fprintf(stdout, "deleted %d expired keys in %d chunks\n", expired.Keys, expired.Chunks)
+		}
 		if foldErr != nil {
 			return fmt.Errorf("rollup pass: %w", foldErr)
 		}

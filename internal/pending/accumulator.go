@@ -77,6 +77,10 @@ type cell struct {
 	// stamp is the accumulator's current group.
 	tent  int64
 	stamp uint64
+	// set says n replaces the key's total rather than adding to it: a
+	// SET or DEL, then any increments accepted after it (see fold). On
+	// an Expire cell it says the cell is written even when n is 0.
+	set bool
 }
 
 // cells maps counters to their cells. The all-time total of a key, by
@@ -192,7 +196,7 @@ func (a *Accumulator) add(items []change.Change, errs []error, all bool) (Ticket
 		if c == nil {
 			// New before this group; an earlier change of the group may
 			// have created it since.
-			id := ch.ID()
+			id := cellID(ch)
 			if c = a.cells.get(id); c == nil {
 				c = a.cells.add(id)
 				if a.keys.Add(1) == a.maxKeys {
@@ -200,8 +204,7 @@ func (a *Accumulator) add(items []change.Change, errs []error, all bool) (Ticket
 				}
 			}
 		}
-		c.n += ch.Delta
-		c.v += ch.Var
+		a.cells.fold(c, ch)
 	}
 	t.Seq = a.seq()
 	t.Recorded = accepted
@@ -224,10 +227,10 @@ func (a *Accumulator) check(items []change.Change, errs []error) (acc []change.C
 	newKeys := int64(0)
 	for i, ch := range items {
 		errs[i] = nil
-		if ch.Delta == 0 && ch.Var == 0 {
+		if ch.Delta == 0 && ch.Var == 0 && !replaces(ch.Kind) {
 			continue // sampled out, or INCRBY 0: nothing to record
 		}
-		id := ch.ID()
+		id := cellID(ch)
 		c := a.cells.get(id)
 		var cur int64
 		newKey := false
@@ -248,6 +251,9 @@ func (a *Accumulator) check(items []change.Change, errs []error) (acc []change.C
 			newKey = !seen
 		}
 		sum, ok := addChecked(cur, ch.Delta)
+		if replaces(ch.Kind) {
+			sum, ok = ch.Delta, true // SET n, or an expiry time: nothing to add up
+		}
 		if !ok {
 			a.m.rejected.Inc()
 			errs[i] = ErrOverflow

@@ -108,12 +108,7 @@ func New(store Store, opts Options) *Buffer {
 	for _, rec := range opts.Recovered {
 		r := &round{id: rec.ID, cells: newCells(len(rec.Changes)), recovered: true}
 		for _, c := range rec.Changes {
-			cl := r.cells.get(c.ID())
-			if cl == nil {
-				cl = r.cells.add(c.ID())
-			}
-			cl.n += c.Delta
-			cl.v += c.Var
+			r.cells.restore(c)
 		}
 		f.rounds = append(f.rounds, r)
 		m.replayedRounds.Inc()

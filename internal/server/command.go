@@ -165,6 +165,9 @@ func (s *Server) exec(ctx context.Context, out []byte, args [][]byte) ([]byte, e
 	case is(name, "QUIT"):
 		return resp.AppendOK(out), errQuit
 	}
+	if out, ok := s.resetCommand(ctx, out, args); ok {
+		return out, nil
+	}
 	// Connection and admin commands (HELLO, CLIENT, COMMAND, INFO...) are
 	// answered by session.connCommand, which also refuses unknown names
 	// before they reach here.

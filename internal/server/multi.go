@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"strings"
+	"time"
 
 	"github.com/counterd/counterd/internal/resp"
 )
@@ -49,12 +51,15 @@ const (
 	txPing
 	txPingMsg
 	txUnwatch
+	txSet // SET key n [EX...]: delta is n, at the expiry (unix second, 0: none)
+	txDel // DEL key...
 )
 
 // txCmd is one queued command.
 type txCmd struct {
 	kind  txKind
-	delta int64    // txIncr
+	delta int64    // txIncr, txSet
+	at    int64    // txSet
 	keys  []string // txIncr (one), txGet, txMGet, txCount; txPingMsg: the message
 }
 
@@ -201,6 +206,28 @@ func (t *tx) queue(args [][]byte) string {
 		default:
 			return wrongArityMsg(name)
 		}
+	case is(name, "DEL"):
+		if len(args) < 2 {
+			return wrongArityMsg(name)
+		}
+		cmd.kind = txDel
+		keys = args[1:]
+	case is(name, "SET"):
+		if len(args) < 3 {
+			return wrongArityMsg(name)
+		}
+		items, msg := parseSet(args, time.Now())
+		if msg != "" {
+			return msg
+		}
+		cmd = txCmd{kind: txSet, delta: items[0].Delta}
+		if len(items) > 1 {
+			cmd.at = items[1].Delta
+		}
+		keys = args[1:2]
+	case is(name, "EXPIRE"), is(name, "PEXPIRE"), is(name, "EXPIREAT"), is(name, "PEXPIREAT"),
+		is(name, "TTL"), is(name, "PTTL"), is(name, "PERSIST"):
+		return "ERR " + strings.ToUpper(string(name)) + " is not supported inside MULTI: send it outside the transaction"
 	case is(name, "FLUSH"):
 		return errFlushInMulti
 	case is(name, "COMMAND"), is(name, "CONFIG"), is(name, "CLIENT"), is(name, "SELECT"),

@@ -59,7 +59,7 @@ SELECT 'post:' || g, 3, ` + now + `, 0, 1, ` + now + ` + interval '14 days' FROM
 		used := false
 		plan.walk(func(n planNode) {
 			if n.RelationName == "counter_bucket_rows" || n.IndexName != "" {
-				if n.NodeType == "Seq Scan" || n.NodeType == "Bitmap Heap Scan" && n.RelationName == "counter_bucket_rows" && index == "counter_bucket_rows_by_time" {
+				if n.NodeType == "Seq Scan" {
 					problems = append(problems, n.NodeType+" of "+n.RelationName)
 				}
 				if n.IndexName == index && (n.NodeType == "Index Scan" || n.NodeType == "Index Only Scan" || n.NodeType == "Bitmap Index Scan") {
@@ -78,19 +78,27 @@ SELECT 'post:' || g, 3, ` + now + `, 0, 1, ` + now + ` + interval '14 days' FROM
 			t.Errorf("%s: %v; plan:\n%s", name, problems, js)
 		}
 	}
+	// generic says whether the generic plan must be an index scan too.
+	// Trending's is not asked to be: with since unknown PostgreSQL
+	// assumes a third of the rows match, and when other transactions
+	// keep VACUUM from marking the heap all-visible (parallel tests do)
+	// a sequential scan is then the cheaper guess. The daemon's TOP sends
+	// values, so PostgreSQL plans it with them (a custom plan costs far
+	// less than that generic one, so the plan cache keeps custom plans).
 	for i, c := range []struct {
 		name, index, sql, types string
 		args                    []string
+		generic                 bool
 	}{
 		{"counter_sum_since", "counter_bucket_rows_pkey",
 			`SELECT * FROM counter_sum_since($1, $2, $3)`,
-			"text, text, timestamptz", []string{"'post:42'", "'hour'", now + ` - interval '23 hours'`}},
+			"text, text, timestamptz", []string{"'post:42'", "'hour'", now + ` - interval '23 hours'`}, true},
 		{"counter_trending", "counter_bucket_rows_by_time",
 			`SELECT * FROM counter_trending($1, $2, $3, $4)`,
-			"text, text, timestamptz, int", []string{"'post:'", "'hour'", now + ` - interval '23 hours'`, "10"}},
+			"text, text, timestamptz, int", []string{"'post:'", "'hour'", now + ` - interval '23 hours'`, "10"}, false},
 		{"counter_buckets view by key", "counter_bucket_rows_pkey",
 			`SELECT * FROM counter_buckets WHERE key = $1 AND bucket_start >= $2`,
-			"text, timestamptz", []string{"'post:42'", now + ` - interval '23 hours'`}},
+			"text, timestamptz", []string{"'post:42'", now + ` - interval '23 hours'`}, true},
 	} {
 		literal := c.sql
 		for j := len(c.args); j >= 1; j-- {
@@ -98,6 +106,9 @@ SELECT 'post:' || g, 3, ` + now + `, 0, 1, ` + now + ` + interval '14 days' FROM
 		}
 		exec(`RESET plan_cache_mode`)
 		check(c.name, c.index, explain(literal))
+		if !c.generic {
+			continue
+		}
 		stmt := fmt.Sprintf("b%d", i)
 		exec(fmt.Sprintf("PREPARE %s(%s) AS %s", stmt, c.types, c.sql))
 		exec(`SET plan_cache_mode = force_generic_plan`)

@@ -45,6 +45,10 @@ type Options struct {
 	// after they end (false: the key has no such window now; its bucket
 	// is kept until it ends). Nil keeps every bucket until it ends.
 	Retention func(key string, k change.Kind) (time.Duration, bool)
+	// KeyTTL, when set, is the idle retention of a key (0: none); each
+	// round that writes a key with one moves its expiry to now plus it
+	// (COUNTERD_KEY_TTL, see set.go).
+	KeyTTL func(key string) time.Duration
 }
 
 // Store reads and writes counters in PostgreSQL.
@@ -54,6 +58,7 @@ type Store struct {
 	writers     int
 	maxAttempts int
 	retention   func(key string, k change.Kind) (time.Duration, bool)
+	keyTTL      keyTTLFunc
 }
 
 // New returns a Store over pool, which must have the schema migrated.
@@ -73,7 +78,8 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 8
 	}
-	return &Store{pool: pool, slots: opts.Slots, writers: opts.Writers, maxAttempts: opts.MaxAttempts, retention: opts.Retention}, nil
+	return &Store{pool: pool, slots: opts.Slots, writers: opts.Writers, maxAttempts: opts.MaxAttempts,
+		retention: opts.Retention, keyTTL: opts.KeyTTL}, nil
 }
 
 // Slots returns how many slot rows one key may spread over.

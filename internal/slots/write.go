@@ -111,6 +111,9 @@ type laneChange struct {
 // recorded seq.
 func (s *Store) write(ctx context.Context, seq int64, p *part, res *ApplyResult) (bool, error) {
 	slices.SortFunc(p.changes, func(a, b laneChange) int { return strings.Compare(a.Key, b.Key) })
+	if s.special(p) {
+		return s.writeTx(ctx, seq, p, res) // SET, DEL, EXPIRE or COUNTERD_KEY_TTL: set.go
+	}
 	n := len(p.changes)
 	keys, deltas, vars := make([]string, 0, n), make([]int64, 0, n), make([]float64, 0, n)
 	fallback, lanes := make([]int16, 0, n), make([]int16, 0, n)
@@ -126,13 +129,17 @@ func (s *Store) write(ctx context.Context, seq int64, p *part, res *ApplyResult)
 		keys, deltas, vars, lanes = append(keys, c.Key), append(deltas, c.Delta), append(vars, c.Var), append(lanes, c.lane)
 		fallback = append(fallback, int16(rand.IntN(s.slots)))
 	}
-	query, args := writeBatch, []any{p.lanes, seq, keys, deltas, vars, fallback, lanes}
+	args := []any{pgx.QueryExecModeCacheDescribe, p.lanes, seq, keys, deltas, vars, fallback, lanes}
 	if buckets.len() > 0 {
-		query, args = writeBatchBuckets, append(args, buckets.args()...)
+		args = append(args, buckets.args()...)
 	}
 	var doneLanes int
 	err := s.retry(ctx, &res.Attempts, func() error {
-		return s.pool.QueryRow(ctx, query, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...).
+		expiring, err := s.anyExpiry(ctx) // expire.go
+		if err != nil {
+			return err
+		}
+		return s.pool.QueryRow(ctx, writeStatement(expiring, buckets.len() > 0), args...).
 			Scan(&res.Updated, &res.Inserted, &doneLanes)
 	})
 	return err == nil && p.lanes != nil && doneLanes == len(p.lanes), err
@@ -158,7 +165,10 @@ func (s *Store) write(ctx context.Context, seq int64, p *part, res *ApplyResult)
 // join), so a writer only ever waits while holding rows of smaller keys
 // and writers cannot form a lock cycle. Counts are numeric: no sum can
 // overflow, so no key can make a round fail.
-const writeBatch = writeHead + `
+const writeBatch = writeHead + writeTail
+
+// writeTail counts what writeHead wrote.
+const writeTail = `
 SELECT count(*) FILTER (WHERE NOT created)::int, count(*) FILTER (WHERE created)::int,
        (coalesce(cardinality($1::text[]), 0) - (SELECT count(*) FROM advanced))::int
 FROM written`

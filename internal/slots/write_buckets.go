@@ -69,7 +69,10 @@ func (b *bucketBatch) args() []any {
 // to the first unheld slot row of its key, width and bucket (SKIP
 // LOCKED), else upserts into its random slot, in primary key order, as
 // totals do; keep_until keeps the latest of the writes'.
-const writeBatchBuckets = writeHead + `, bucket_written AS (
+const writeBatchBuckets = writeHead + writeBucketsTail
+
+// writeBucketsTail is the bucket insert and the count of both inserts.
+const writeBucketsTail = `, bucket_written AS (
     INSERT INTO counter_bucket_slots AS bs (key, width, bucket_start, slot, count, variance, keep_until)
     SELECT b.key, b.width, b.bucket_start, coalesce(f.slot, b.fallback), b.n, b.v, b.keep_until
     FROM unnest($8::text[], $9::smallint[], $10::timestamptz[], $11::bigint[], $12::float8[],
