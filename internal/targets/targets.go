@@ -107,7 +107,10 @@ func (t *Target) ID(id string) (string, bool) {
 		}
 		return id, true
 	case idUUID:
-		return id, canonicalUUID(id)
+		if !canonicalUUID(id) {
+			return "", false
+		}
+		return id, true
 	case idText:
 		return id, true
 	}
