@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -201,4 +202,131 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// The documented read of an app table with its counts, at 1M keys: 50
+// posts joined to their column's exact value (column plus
+// counter_unfolded) and to counter_totals, as planned for literals and
+// as a prepared statement's generic plan, read counters and counter_slots
+// by index only.
+func TestTargetReadPlansAt1MKeys(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	ctx := context.Background()
+	mustExec(t, db, `INSERT INTO counters (key, total) SELECT 'post:' || g || ':likes', g % 1000 FROM generate_series(1, 1000000) AS g`)
+	mustExec(t, db, `INSERT INTO counter_slots (key, slot, count) SELECT 'post:' || ((g * 97) % 1000000 + 1) || ':likes', s, 1 FROM generate_series(1, 2000) AS g, generate_series(0, 3) AS s`)
+	mustExec(t, db, `CREATE TABLE posts (id integer PRIMARY KEY, like_count bigint NOT NULL DEFAULT 0, title text)`)
+	mustExec(t, db, `INSERT INTO posts (id, like_count) SELECT g, g % 1000 FROM generate_series(1, 1000000) AS g`)
+	mustExec(t, db, `ANALYZE counters, counter_slots, posts`)
+	conn, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%v\n%s", err, sql)
+		}
+	}
+	check := func(name, sql string) {
+		t.Helper()
+		var out []byte
+		if err := conn.QueryRow(ctx, `EXPLAIN (FORMAT JSON) `+sql).Scan(&out); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, sql)
+		}
+		var plans []struct{ Plan planNode }
+		if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+			t.Fatalf("EXPLAIN output %s: %v", out, err)
+		}
+		var problems []string
+		indexes := map[string]bool{}
+		plans[0].Plan.walk(func(n planNode) {
+			indexes[n.IndexName] = true
+			if n.NodeType == "Seq Scan" {
+				problems = append(problems, "sequential scan of "+n.RelationName)
+			}
+			if n.NodeType == "Function Scan" && n.FunctionName != "unnest" {
+				problems = append(problems, "function "+n.FunctionName+" not inlined")
+			}
+		})
+		if !indexes["counter_slots_pkey"] {
+			problems = append(problems, "no index lookup in counter_slots")
+		}
+		if !indexes["posts_pkey"] {
+			problems = append(problems, "posts not read by its primary key")
+		}
+		if len(problems) > 0 {
+			js, _ := json.MarshalIndent(plans[0].Plan, "", " ")
+			t.Errorf("%s: %v; plan:\n%s", name, problems, js)
+		}
+	}
+	for i, q := range []struct{ name, sql string }{
+		{"column plus counter_unfolded", `SELECT p.id, p.like_count + u.unfolded AS likes
+FROM posts p CROSS JOIN LATERAL counter_unfolded(ARRAY['post:' || p.id || ':likes']) AS u
+WHERE p.id BETWEEN $1 AND $2`},
+		{"column and counter_totals", `SELECT p.id, p.like_count, t.total
+FROM posts p CROSS JOIN LATERAL counter_totals(ARRAY['post:' || p.id || ':likes']) AS t
+WHERE p.id BETWEEN $1 AND $2`},
+	} {
+		exec(`RESET plan_cache_mode`)
+		check(q.name, strings.NewReplacer("$1", "500001", "$2", "500050").Replace(q.sql))
+		stmt := fmt.Sprintf("tq%d", i)
+		exec(fmt.Sprintf("PREPARE %s(int, int) AS %s", stmt, q.sql))
+		exec(`SET plan_cache_mode = force_generic_plan`)
+		check(q.name+", generic plan", fmt.Sprintf("EXECUTE %s(500001, 500050)", stmt))
+	}
+	exec(`RESET plan_cache_mode`)
+	exec(`DEALLOCATE ALL`)
+	// And the answer is the exact one.
+	var diff int64
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM posts p
+CROSS JOIN LATERAL counter_unfolded(ARRAY['post:' || p.id || ':likes']) AS u
+CROSS JOIN LATERAL counter_totals(ARRAY['post:' || p.id || ':likes']) AS t
+WHERE p.id BETWEEN 1 AND 5000 AND p.like_count + u.unfolded <> t.total`).Scan(&diff)
+	if err != nil || diff != 0 {
+		t.Fatalf("column + unfolded differs from counter_totals for %d posts (%v); want 0", diff, err)
+	}
+}
+
+// BenchmarkFoldTargets folds 20,000 slot rows (one per key, keys
+// post:N:likes of 20,000 existing posts) in chunks of the default size,
+// with no target and with posts.like_count as a target, and reports slot
+// rows folded per second: the cost of the column's update.
+func BenchmarkFoldTargets(b *testing.B) {
+	const rows = 20000
+	for _, c := range []struct {
+		name string
+		spec string
+	}{{"targets=0", ""}, {"targets=1", "post:{id}:likes=posts.like_count"}} {
+		b.Run(c.name, func(b *testing.B) {
+			db := pgtest.New(b, pgtest.Options{})
+			s, err := slots.New(db.Pool, slots.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			mustExec(b, db, `CREATE TABLE posts (id integer PRIMARY KEY, like_count bigint NOT NULL DEFAULT 0, title text)`)
+			mustExec(b, db, `INSERT INTO posts (id, title) SELECT g, 'post ' || g FROM generate_series(1, $1::int) AS g`, rows)
+			var set *targets.Set
+			if c.spec != "" {
+				set = resolvedTargets(b, db, c.spec)
+			}
+			var folded int64
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				mustExec(b, db, `INSERT INTO counter_slots (key, slot, count) SELECT 'post:' || g || ':likes', 0, 1 FROM generate_series(1, $1::int) AS g`, rows)
+				mustExec(b, db, `VACUUM ANALYZE counter_slots`)
+				b.StartTimer()
+				res, err := s.Fold(ctx, slots.FoldOptions{Targets: set})
+				if err != nil {
+					b.Fatal(err)
+				}
+				folded += res.Rows
+			}
+			b.ReportMetric(float64(folded)/b.Elapsed().Seconds(), "rows/s")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
 }
