@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -369,6 +371,38 @@ func TestTargetsMissingRowReported(t *testing.T) {
 	if !strings.Contains(body, want) {
 		t.Errorf("/metrics lacks %s:\n%s", want, body)
 	}
+	readmeListsRollupMetrics(t, body)
+}
+
+// readmeListsRollupMetrics checks that the README's metrics section names
+// exactly the counterd_rollup_* metrics the scheduler exposes.
+func readmeListsRollupMetrics(t *testing.T, body string) {
+	t.Helper()
+	var exposed []string
+	for _, line := range strings.Split(body, "\n") {
+		name, _, _ := strings.Cut(line, " ")
+		name, _, _ = strings.Cut(name, "{")
+		if strings.HasPrefix(name, "counterd_rollup_") && !slices.Contains(exposed, name) {
+			exposed = append(exposed, name)
+		}
+	}
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(b), "### Metrics and health")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var documented []string
+	for _, m := range regexp.MustCompile("`(counterd_rollup_[a-z0-9_]+)`").FindAllStringSubmatch(section, -1) {
+		if !slices.Contains(documented, m[1]) {
+			documented = append(documented, m[1])
+		}
+	}
+	slices.Sort(exposed)
+	slices.Sort(documented)
+	if !slices.Equal(exposed, documented) {
+		t.Errorf("rollup metrics: exposed %v; README's metrics list names %v", exposed, documented)
+	}
 }
 
 func get(t *testing.T, url string) string {
@@ -383,4 +417,31 @@ func get(t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A bad ROLLUP_TARGETS stops the rollup at start with exit 2 and a line
+// naming the variable and what is wrong: its syntax before connecting,
+// its table and column against the catalog after.
+func TestTargetsBadConfigExitsTwo(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	if _, err := db.Pool.Exec(context.Background(), `CREATE TABLE posts (id integer PRIMARY KEY, like_count integer, title text)`); err != nil {
+		t.Fatal(err)
+	}
+	f := func(spec, want string) {
+		t.Helper()
+		cmd := exec.Command(binary, "once")
+		cmd.Env = []string{"DATABASE_URL=" + db.URL, "ROLLUP_TARGETS=" + spec}
+		out, err := cmd.CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "ROLLUP_TARGETS") || !strings.Contains(string(out), want) {
+			t.Errorf("ROLLUP_TARGETS=%s: %v, %q; want exit 2 naming ROLLUP_TARGETS and %q", spec, err, out, want)
+		}
+	}
+	f("post:likes=posts.like_count", "no {id} placeholder")
+	f("post:{id}:{id}=posts.like_count", "2 {id} placeholders")
+	f("post:{id}=posts.like count", "is not an identifier")
+	f("post:{id}=nope.like_count", `table "nope" does not exist`)
+	f("post:{id}=posts.nope", `column "nope" does not exist`)
+	f("post:{id}=posts.title", "column title is text")
 }

@@ -155,3 +155,28 @@ func TestResolveErrors(t *testing.T) {
 	f("p:{id}=floaty.n", "primary key id of \"floaty\" is double precision")
 	f("p:{id}=vposts.like_count", "is not a table")
 }
+
+// Whatever ROLLUP_TARGETS holds, Parse either refuses it or returns
+// targets whose names are plain identifiers and whose patterns hold one
+// {id}: nothing else ever reaches SQL.
+func FuzzParse(f *testing.F) {
+	f.Add("post:{id}:likes=posts.like_count;post:{id}:views=app.posts.view_count")
+	f.Add(`p:{id}=posts."x"; DROP TABLE posts`)
+	f.Add("a={id}=b.c")
+	f.Fuzz(func(t *testing.T, spec string) {
+		set, err := targets.Parse(spec)
+		if err != nil {
+			return
+		}
+		for _, tg := range set.Targets() {
+			if strings.Count(tg.Pattern, targets.Placeholder) != 1 {
+				t.Fatalf("pattern %q", tg.Pattern)
+			}
+			for _, id := range []string{tg.Schema, tg.Table, tg.Column} {
+				if strings.ContainsAny(id, "\"'; .-()\\\x00") {
+					t.Fatalf("identifier %q in %q", id, spec)
+				}
+			}
+		}
+	})
+}
