@@ -9,10 +9,14 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/counterd/counterd/internal/admin"
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/database"
 	"github.com/counterd/counterd/internal/logging"
 	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/targets"
 	"github.com/counterd/counterd/internal/version"
 )
 
@@ -67,11 +71,35 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	tset, err := targets.Parse(cfg.Targets)
+	if err != nil {
+		return usageError{fmt.Errorf("ROLLUP_TARGETS: %w", err)}
+	}
+	// A target the catalog does not back is a bad setting: refuse to
+	// start rather than fold into counters alone.
+	if err := tset.Resolve(ctx, pool); err != nil {
+		return usageError{fmt.Errorf("ROLLUP_TARGETS: %w", err)}
+	}
+	for _, t := range tset.Targets() {
+		log.Info("rollup target", "pattern", t.Pattern, "column", t.Qualified())
+	}
+	set := metrics.NewSet()
+	miss := newMissing(set, tset)
+	if cmd != "once" && cfg.MetricsAddr != config.MetricsOff {
+		addr, err := admin.Serve(ctx, cfg.MetricsAddr, admin.Handler([]*metrics.Set{set}, nil, false))
+		if err != nil {
+			return err
+		}
+		log.Info("metrics listening", "addr", addr.String())
+	}
 	pass := func() error {
 		pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 		defer cancel()
 		start := time.Now()
-		res, foldErr := store.Fold(pctx, slots.FoldOptions{Chunk: cfg.Chunk, MaxDuration: cfg.MaxPass})
+		miss.startPass()
+		res, foldErr := store.Fold(pctx, slots.FoldOptions{Chunk: cfg.Chunk, MaxDuration: cfg.MaxPass,
+			Targets: tset, OnMissing: miss.record})
+		miss.log(ctx, log)
 		if foldErr != nil && res.Skipped == 0 {
 			return fmt.Errorf("rollup pass: %w", foldErr)
 		}
@@ -146,6 +174,9 @@ func left(res slots.FoldResult) string {
 	}
 	if res.Skipped > 0 {
 		s += fmt.Sprintf(", %d skipped for errors", res.Skipped)
+	}
+	if res.Missing > 0 {
+		s += fmt.Sprintf(", %d target keys with no row (in counters only)", res.Missing)
 	}
 	return s
 }
