@@ -39,6 +39,13 @@ type bench struct {
 	rows     []report.Row
 	failures int
 	seed     uint64
+
+	// The budget and tickets sections' rows, the log their daemons
+	// share, and why counterd's TAKE cells are skipped, once known.
+	budgetRows    []report.BudgetRow
+	ticketRows    []report.TicketRow
+	budgetLogFile *os.File
+	takeAbsent    string
 }
 
 // newBench checks the tools, recreates the schema and opens the pool.
@@ -80,11 +87,18 @@ func newBench(ctx context.Context, cfg settings, environ []string, stderr io.Wri
 // maxConns is the pool size: the most clients of any cell, and room for
 // the reads around them.
 func (b *bench) maxConns() int {
-	return b.cfg.Clients[len(b.cfg.Clients)-1] + 4
+	c := b.cfg.Clients[len(b.cfg.Clients)-1]
+	if b.cfg.runs("budget") {
+		c = max(c, slices.Max(b.cfg.BudgetClients))
+	}
+	if b.cfg.runs("tickets") {
+		c = max(c, slices.Max(b.cfg.TicketClients))
+	}
+	return c + 4
 }
 
 func (b *bench) needsCounterd() bool {
-	if b.cfg.runs("ingest") || b.cfg.runs("latency") || b.cfg.runs("sustain") {
+	if b.cfg.runs("ingest") || b.cfg.runs("latency") || b.cfg.runs("sustain") || b.cfg.runs("windows") || b.cfg.needsTake() {
 		return true
 	}
 	return slices.ContainsFunc(b.cfg.Approaches, func(name string) bool {
@@ -105,7 +119,8 @@ func (b *bench) checkConnections(ctx context.Context) error {
 	if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity`).Scan(&used); err != nil {
 		return fmt.Errorf("count connections: %w", err)
 	}
-	const counterdConns = 8
+	// Two daemons at once in the budget section.
+	const counterdConns = 16
 	if need := b.maxConns() + counterdConns; need > max-reserved-used {
 		return usageError{&config.Error{Var: "COUNTERBENCH_CLIENTS",
 			Msg: fmt.Sprintf("needs %d database connections; the server has %d free (max_connections %d)", need, max-reserved-used, max)}}
@@ -121,6 +136,9 @@ func (b *bench) close() error {
 	}
 	if b.redis != nil {
 		errs = append(errs, b.redis.stop())
+	}
+	if b.budgetLogFile != nil {
+		errs = append(errs, b.budgetLogFile.Close())
 	}
 	if b.pool != nil {
 		b.pool.Close()
@@ -150,6 +168,7 @@ func (b *bench) run(ctx context.Context) (*report.Report, error) {
 		rep.Dists = append(rep.Dists, report.Dist{Name: d.String(), Summary: d.Describe(b.cfg.Keyspace)})
 	}
 	rep.Settings = b.describeSettings()
+	rep.BudgetPart = b.budgetPart()
 
 	b.progress.total = b.cells()
 	var err error
@@ -162,6 +181,9 @@ func (b *bench) run(ctx context.Context) (*report.Report, error) {
 		{"ingest", b.ingest},
 		{"latency", b.latency},
 		{"sustain", b.sustain},
+		{"windows", b.windows},
+		{"budget", b.budgets},
+		{"tickets", b.ticketsSection},
 	} {
 		if !b.cfg.runs(s.name) {
 			continue
@@ -173,6 +195,7 @@ func (b *bench) run(ctx context.Context) (*report.Report, error) {
 	}
 	b.progress.finish()
 	rep.Rows = b.rows
+	rep.Budgets, rep.Tickets = b.budgetRows, b.ticketRows
 	rep.Elapsed = time.Since(start)
 	if err == nil && b.failures > 0 {
 		err = fmt.Errorf("%d cells failed; their rows say why", b.failures)
@@ -197,6 +220,15 @@ func (b *bench) cells() int {
 	}
 	if b.cfg.runs("sustain") {
 		n++
+	}
+	if b.cfg.runs("windows") {
+		n += 2
+	}
+	if b.cfg.runs("budget") {
+		n += len(b.cfg.BudgetSizes) * len(b.cfg.BudgetApproaches) * len(b.cfg.BudgetClients)
+	}
+	if b.cfg.runs("tickets") {
+		n += len(ticketApproaches()) * len(b.cfg.TicketClients)
 	}
 	return n
 }

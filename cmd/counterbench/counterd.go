@@ -28,8 +28,10 @@ type counterdServer struct {
 	socket  string
 	metrics string // host:port of /metrics, "" when counterd logged none
 	ctl     *redis.Client
-	// log receives all of counterd's output; closed once it stopped.
-	log *os.File
+	// log receives all of counterd's output; closed once it stopped
+	// when ownLog is set (the budget section's daemons share one).
+	log    *os.File
+	ownLog bool
 }
 
 // counterdOwn are the settings the run decides; other COUNTERD_*
@@ -41,7 +43,24 @@ func (b *bench) startCounterd(ctx context.Context) (*counterdServer, error) {
 	if b.counterd != nil {
 		return b.counterd, nil
 	}
-	dir := filepath.Join(b.tmp, "counterd")
+	log, err := b.createLog(report.CounterdLogFile)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := b.spawnCounterd(ctx, filepath.Join(b.tmp, "counterd"), log)
+	if err != nil {
+		log.Close()
+		return nil, err
+	}
+	srv.ownLog = true
+	b.counterd = srv
+	return srv, nil
+}
+
+// spawnCounterd starts a counterd whose socket and journal are in dir,
+// printing into log, on the run's database; extra settings come last and
+// win. Several may run at once.
+func (b *bench) spawnCounterd(ctx context.Context, dir string, log *os.File, extra ...string) (*counterdServer, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -62,17 +81,13 @@ func (b *bench) startCounterd(ctx context.Context) (*counterdServer, error) {
 			env = append(env, kv) // later entries win
 		}
 	}
-	log, err := b.createLog(report.CounterdLogFile)
-	if err != nil {
-		return nil, err
-	}
+	env = append(env, extra...)
 	b.progress.note("starting counterd (" + b.cfg.Counterd + ")")
 	proc, err := process.Start(ctx, process.Spec{
 		Name: "counterd", Path: b.cfg.Counterd, Env: env, Timeout: time.Minute, Log: log,
 		Ready: func(line string) bool { return strings.Contains(line, "counterd ready") },
 	})
 	if err != nil {
-		log.Close()
 		return nil, err
 	}
 	metrics, _ := proc.Find(func(line string) (string, bool) {
@@ -85,9 +100,8 @@ func (b *bench) startCounterd(ctx context.Context) (*counterdServer, error) {
 		}
 		return strings.Trim(strings.Fields(rest)[0], `"`), true
 	})
-	b.counterd = &counterdServer{proc: proc, socket: socket, metrics: metrics, ctl: control(socket), log: log}
 	b.progress.note(fmt.Sprintf("counterd ready (pid %d)", proc.Pid()))
-	return b.counterd, nil
+	return &counterdServer{proc: proc, socket: socket, metrics: metrics, ctl: control(socket), log: log}, nil
 }
 
 // control is a one-connection client for FLUSH, FLUSHALL and the like.
@@ -184,7 +198,10 @@ func parseMetrics(r io.Reader) (map[string]float64, error) {
 func (c *counterdServer) stop() error {
 	c.ctl.Close()
 	err := c.proc.Stop(time.Minute)
-	return errors.Join(err, c.log.Close())
+	if c.ownLog {
+		err = errors.Join(err, c.log.Close())
+	}
+	return err
 }
 
 // counterdTotal sums the public read view over every key of the run.

@@ -131,7 +131,27 @@ func (b *bench) describeSettings() [][2]string {
 		s = append(s, [2]string{"sustain", fmt.Sprintf("%d clients, %d INCR per round trip, offering %.0f INCR/s in total for %v, %s keys; counterd's /metrics read every %v",
 			sustainClients, sustainPipeline, c.SustainRate, c.SustainDuration, sustainKeys, sampleEvery)})
 	}
+	if c.runs("budget") {
+		sizes := make([]string, len(c.BudgetSizes))
+		for i, n := range c.BudgetSizes {
+			sizes[i] = report.Thousands(n)
+		}
+		s = append(s, [2]string{"budget", fmt.Sprintf("budgets of %s at %s clients, each cell until the budget is spent or %v; counterd cells start their own daemons (logs in %s) and stop them with SIGTERM before reading budget_totals",
+			strings.Join(sizes, " and "), intList(c.BudgetClients), c.BudgetDuration, report.BudgetLogFile)})
+	}
+	if c.runs("tickets") {
+		s = append(s, [2]string{"tickets", fmt.Sprintf("%s tickets of one owner (interleaved with as many of another) drawn by %s concurrent clients, each cell until every ticket is drawn or %v",
+			report.Thousands(int64(c.Tickets)), intList(c.TicketClients), c.BudgetDuration)})
+	}
 	return s
+}
+
+func intList(ns []int) string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = strconv.Itoa(n)
+	}
+	return strings.Join(out, ", ")
 }
 
 // rateList writes rates as "10,000, 25,000 and 50,000".

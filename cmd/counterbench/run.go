@@ -20,10 +20,12 @@ func (u usageError) Unwrap() error { return u.error }
 const usage = `usage: counterbench
 
 Measures counting into PostgreSQL: the patterns an application can use on
-its own, counterd, and redis-server for reference. Writes bench.md,
+its own, counterd, and redis-server for reference; and bounded budgets
+(seed 000) and ticket draws (seed 004) the same way. Writes bench.md,
 bench.csv and bench.png (and, for the sustain section, sustain.png and
-sustain.csv) into COUNTERBENCH_OUT, and there too everything counterd
-and redis-server print, to counterd.log and redis-server.log. "make
+sustain.csv; for the budget and tickets sections, budgets.csv) into
+COUNTERBENCH_OUT, and there too everything counterd and redis-server
+print, to counterd.log, counterd-budget.log and redis-server.log. "make
 bench" builds counterd, starts a throwaway PostgreSQL and runs this.
 
 Settings come from the environment:
@@ -51,7 +53,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	if err := b.close(); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
-	if rep != nil && len(rep.Rows) > 0 {
+	if rep != nil && !rep.Empty() {
 		if err := report.Write(cfg.Out, rep); err != nil {
 			return errors.Join(runErr, err)
 		}

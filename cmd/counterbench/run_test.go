@@ -47,6 +47,8 @@ func shortEnv(t *testing.T, db *pgtest.DB, out string) []string {
 		"COUNTERBENCH_LATENCY_CLIENTS=10",
 		"COUNTERBENCH_SUSTAIN_RATE=8000",
 		"COUNTERBENCH_SUSTAIN_DURATION=1s",
+		// TestBudgetShort runs the budget and tickets sections.
+		"COUNTERBENCH_SECTIONS=matrix,ceiling,ingest,latency,sustain,windows",
 	}
 }
 
@@ -118,8 +120,8 @@ func TestRunShort(t *testing.T) {
 	if left := children(t); len(left) > 0 {
 		t.Errorf("processes left running: %v", left)
 	}
-	if !strings.Contains(stderr.String(), "[1/73] naive hot c=1") || !strings.Contains(stderr.String(), "[72/73] latency redis-server") ||
-		!strings.Contains(stderr.String(), "[73/73] sustain counterd") {
+	if !strings.Contains(stderr.String(), "[1/75] naive hot c=1") || !strings.Contains(stderr.String(), "[72/75] latency redis-server") ||
+		!strings.Contains(stderr.String(), "[73/75] sustain counterd") || !strings.Contains(stderr.String(), "[75/75] windows counterd+3 windows zipf c=4") {
 		t.Errorf("progress lines missing from stderr:\n%s", stderr.String())
 	}
 
@@ -164,9 +166,14 @@ func TestRunShort(t *testing.T) {
 			}
 		}
 		if strings.HasPrefix(r["approach"], "counterd") {
-			// Coalescing never writes more slot rows than increments.
-			if rw := num(t, r, "rows_written"); rw < 1 || rw > incr {
-				t.Errorf("%s: %d slot rows for %d increments; want 1..%d", name, rw, incr, incr)
+			// Coalescing never writes more slot rows than increments
+			// make changes: one, or four with three windows.
+			most := incr
+			if strings.Contains(r["approach"], "windows") {
+				most = 4 * incr
+			}
+			if rw := num(t, r, "rows_written"); rw < 1 || rw > most {
+				t.Errorf("%s: %d slot rows for %d increments; want 1..%d", name, rw, incr, most)
 			}
 			if r["drain_seconds"] == "" || r["committed_rate"] == "" {
 				t.Errorf("%s: drain %q, committed rate %q; want both", name, r["drain_seconds"], r["committed_rate"])
@@ -202,13 +209,15 @@ func TestRunShort(t *testing.T) {
 		want["latency/"+s+"/uniform/10"] = 2 // one per offered rate
 	}
 	want["sustain/counterd/zipf/50"] = 1
+	want["windows/counterd/zipf/4"] = 1
+	want["windows/counterd+3 windows/zipf/4"] = 1
 	for k, n := range want {
 		if cells[k] != n {
 			t.Errorf("cell %s: %d rows; want %d", k, cells[k], n)
 		}
 	}
-	if len(rows) != 60+4+4+4+1 {
-		t.Errorf("%d rows; want 73", len(rows))
+	if len(rows) != 60+4+4+4+1+2 {
+		t.Errorf("%d rows; want 75", len(rows))
 	}
 
 	var inTable int64
@@ -378,6 +387,12 @@ func TestHelpAndBadSettings(t *testing.T) {
 	f("COUNTERBENCH_KEYSPACE", "COUNTERBENCH_KEYSPACE=0")
 	f("COUNTERBENCH_SUSTAIN_RATE", "COUNTERBENCH_SUSTAIN_RATE=0")
 	f("COUNTERBENCH_SUSTAIN_DURATION", "COUNTERBENCH_SUSTAIN_DURATION=-1s")
+	f("COUNTERBENCH_BUDGETS", "COUNTERBENCH_BUDGETS=100,0")
+	f("COUNTERBENCH_BUDGET_CLIENTS", "COUNTERBENCH_BUDGET_CLIENTS=3,600")
+	f("COUNTERBENCH_TICKET_CLIENTS", "COUNTERBENCH_TICKET_CLIENTS=0")
+	f("COUNTERBENCH_BUDGET_APPROACHES", "COUNTERBENCH_BUDGET_APPROACHES=lock-free,hope")
+	f("COUNTERBENCH_BUDGET_DURATION", "COUNTERBENCH_BUDGET_DURATION=0s")
+	f("COUNTERBENCH_TICKETS", "COUNTERBENCH_TICKETS=0")
 	f("DATABASE_URL", "DATABASE_URL=")
 	if err := run(context.Background(), []string{"extra"}, nil, &out, &out); !errors.As(err, new(usageError)) {
 		t.Errorf("extra argument: %v; want a usage error", err)

@@ -21,7 +21,7 @@ type settings struct {
 	// of hot.
 	Keyspace   uint64   `env:"COUNTERBENCH_KEYSPACE" envDefault:"1000000" help:"keys that zipf and uniform draw from"`
 	Approaches []string `env:"COUNTERBENCH_APPROACHES" envDefault:"all" help:"approaches to measure, comma-separated, or all"`
-	Sections   []string `env:"COUNTERBENCH_SECTIONS" envDefault:"matrix,ceiling,ingest,latency,sustain" help:"sections to run: matrix, ceiling, ingest, latency, sustain"`
+	Sections   []string `env:"COUNTERBENCH_SECTIONS" envDefault:"matrix,ceiling,ingest,latency,sustain,windows,budget,tickets" help:"sections to run: matrix, ceiling, ingest, latency, sustain, windows, budget, tickets"`
 	Out        string   `env:"COUNTERBENCH_OUT" envDefault:"results" help:"directory for bench.md, bench.csv, bench.png and the servers' logs"`
 	Schema     string   `env:"COUNTERBENCH_SCHEMA" envDefault:"counterbench" help:"schema holding every table of the run, counterd's included"`
 
@@ -38,10 +38,21 @@ type settings struct {
 	// keep up, at a rate a busy web tier's counters might offer.
 	SustainRate     float64       `env:"COUNTERBENCH_SUSTAIN_RATE" envDefault:"150000" help:"increments per second offered to counterd in the sustain section"`
 	SustainDuration time.Duration `env:"COUNTERBENCH_SUSTAIN_DURATION" envDefault:"30s" help:"how long the sustain section runs"`
+
+	// Seed 000's sizes: one budget that runs out within a cell, one that
+	// does not (the steady state).
+	BudgetSizes      []int64  `env:"COUNTERBENCH_BUDGETS" envDefault:"10000,10000000" help:"budgets the budget section spends, comma-separated"`
+	BudgetClients    []int    `env:"COUNTERBENCH_BUDGET_CLIENTS" envDefault:"3,6,9,32" help:"client concurrencies of the budget section"`
+	BudgetApproaches []string `env:"COUNTERBENCH_BUDGET_APPROACHES" envDefault:"all" help:"budget approaches, comma-separated, or all: naive, for-update, lock-free, counterd, counterd-2"`
+	// Long enough for the SQL approaches to spend a budget of 10,000 on
+	// a quiet two-core machine (the seed's 1,000–4,000 grants/s).
+	BudgetDuration time.Duration `env:"COUNTERBENCH_BUDGET_DURATION" envDefault:"10s" help:"longest a budget or tickets cell runs; it ends earlier once the budget or the tickets are spent"`
+	Tickets        int           `env:"COUNTERBENCH_TICKETS" envDefault:"10000" help:"tickets the owner has in each tickets cell"`
+	TicketClients  []int         `env:"COUNTERBENCH_TICKET_CLIENTS" envDefault:"2,8,32" help:"concurrent draws of one owner in the tickets section"`
 }
 
 var (
-	sectionNames = []string{"matrix", "ceiling", "ingest", "latency", "sustain"}
+	sectionNames = []string{"matrix", "ceiling", "ingest", "latency", "sustain", "windows", "budget", "tickets"}
 	schemaName   = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 )
 
@@ -112,6 +123,40 @@ func (s *settings) Validate() error {
 		return bad("COUNTERBENCH_SUSTAIN_RATE", "must be positive")
 	case s.SustainDuration <= 0:
 		return bad("COUNTERBENCH_SUSTAIN_DURATION", "must be positive")
+	}
+	return s.validateBudget(bad)
+}
+
+// validateBudget checks the budget and tickets sections' settings.
+func (s *settings) validateBudget(bad func(name, format string, args ...any) error) error {
+	if len(s.BudgetSizes) == 0 || slices.Min(s.BudgetSizes) < 1 {
+		return bad("COUNTERBENCH_BUDGETS", "must list positive budgets")
+	}
+	s.BudgetSizes = slices.Compact(s.BudgetSizes)
+	for _, l := range []struct {
+		name string
+		list *[]int
+	}{{"COUNTERBENCH_BUDGET_CLIENTS", &s.BudgetClients}, {"COUNTERBENCH_TICKET_CLIENTS", &s.TicketClients}} {
+		if len(*l.list) == 0 || slices.Min(*l.list) < 1 || slices.Max(*l.list) > 512 {
+			return bad(l.name, "must list concurrencies within 1..512")
+		}
+		slices.Sort(*l.list)
+		*l.list = slices.Compact(*l.list)
+	}
+	s.BudgetApproaches = tidy(s.BudgetApproaches)
+	if len(s.BudgetApproaches) == 1 && s.BudgetApproaches[0] == "all" {
+		s.BudgetApproaches = budgetApproachNames()
+	}
+	for _, a := range s.BudgetApproaches {
+		if _, ok := lookupBudgetApproach(a); !ok {
+			return bad("COUNTERBENCH_BUDGET_APPROACHES", "unknown approach %q (want all or some of %s)", a, strings.Join(budgetApproachNames(), ", "))
+		}
+	}
+	switch {
+	case s.BudgetDuration <= 0:
+		return bad("COUNTERBENCH_BUDGET_DURATION", "must be positive")
+	case s.Tickets < 1:
+		return bad("COUNTERBENCH_TICKETS", "must be at least 1")
 	}
 	return nil
 }

@@ -55,7 +55,8 @@ func TestREADMEListsEveryMetric(t *testing.T) {
 	section, _, _ = strings.Cut(section, "\n## ")
 	var documented []string
 	for _, m := range regexp.MustCompile("`(counterd_[a-z0-9_]+)`").FindAllStringSubmatch(section, -1) {
-		if !slices.Contains(documented, m[1]) {
+		// The rollup's own metrics are checked by cmd/rollup's tests.
+		if !slices.Contains(documented, m[1]) && !strings.HasPrefix(m[1], "counterd_rollup_") {
 			documented = append(documented, m[1])
 		}
 	}

@@ -20,10 +20,12 @@ import (
 	"github.com/counterd/counterd/internal/logging"
 	"github.com/counterd/counterd/internal/migrate"
 	"github.com/counterd/counterd/internal/pending"
+	"github.com/counterd/counterd/internal/retention"
 	"github.com/counterd/counterd/internal/server"
 	"github.com/counterd/counterd/internal/slots"
 	"github.com/counterd/counterd/internal/socket"
 	"github.com/counterd/counterd/internal/version"
+	"github.com/counterd/counterd/internal/windows"
 )
 
 // usageError is a bad command line or setting: exit code 2.
@@ -97,7 +99,24 @@ func migrateUp(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error 
 // the database; shutdown stops accepting, finishes every connection, then
 // flushes everything and closes the journal.
 func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgxpool.Pool) error {
-	store, err := slots.New(pool, slots.Options{Slots: cfg.Slots, Writers: cfg.Writers})
+	win, err := windows.Parse(cfg.Windows)
+	if err != nil {
+		return fmt.Errorf("BUG: COUNTERD_WINDOWS passed validation: %w", err)
+	}
+	clock := windows.NewClock(time.Now())
+	if !cfg.TestClock.IsZero() {
+		clock = windows.NewClock(cfg.TestClock)
+		log.Warn("accept clock pinned by COUNTERD_TEST_CLOCK (for tests only)", "start", cfg.TestClock)
+	}
+	keyTTL, err := retention.Parse(cfg.KeyTTL)
+	if err != nil {
+		return fmt.Errorf("BUG: COUNTERD_KEY_TTL passed validation: %w", err)
+	}
+	storeOpts := slots.Options{Slots: cfg.Slots, Writers: cfg.Writers, Retention: win.Retention}
+	if keyTTL != nil {
+		storeOpts.KeyTTL = keyTTL.TTL // nil otherwise: rounds skip the check
+	}
+	store, err := slots.New(pool, storeOpts)
 	if err != nil {
 		return err
 	}
@@ -137,6 +156,8 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		Interval:       cfg.FlushInterval,
 		MaxKeys:        cfg.FlushMaxKeys,
 		MaxPendingKeys: cfg.MaxPendingKeys,
+		Windows:        win,
+		Clock:          clock,
 		Logger:         log,
 		Metrics:        set,
 	}
@@ -214,7 +235,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	var budgetsDone sync.WaitGroup
 	budgetsDone.Go(func() { budgets.Run(ctx) })
 
-	log.Info("counterd ready", "socket", cfg.Socket, "ack", cfg.Ack, "slots", cfg.Slots, "writers", cfg.Writers, "flush_interval", cfg.FlushInterval)
+	log.Info("counterd ready", "socket", cfg.Socket, "ack", cfg.Ack, "slots", cfg.Slots, "writers", cfg.Writers, "flush_interval", cfg.FlushInterval, "windows", win.String())
 	serveErr := srv.Serve(ctx, ln)
 	log.Info("stopped accepting; flushing", "pending_keys", buf.PendingKeys(), "queued_rounds", buf.QueuedRounds())
 	stopFlusher()

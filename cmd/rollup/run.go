@@ -9,10 +9,14 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/counterd/counterd/internal/admin"
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/database"
 	"github.com/counterd/counterd/internal/logging"
 	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/targets"
 	"github.com/counterd/counterd/internal/version"
 )
 
@@ -67,16 +71,48 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	tset, err := targets.Parse(cfg.Targets)
+	if err != nil {
+		return usageError{fmt.Errorf("ROLLUP_TARGETS: %w", err)}
+	}
+	// A target the catalog does not back is a bad setting: refuse to
+	// start rather than fold into counters alone.
+	if err := tset.Resolve(ctx, pool); err != nil {
+		return usageError{fmt.Errorf("ROLLUP_TARGETS: %w", err)}
+	}
+	for _, t := range tset.Targets() {
+		log.Info("rollup target", "pattern", t.Pattern, "column", t.Qualified())
+	}
+	set := metrics.NewSet()
+	miss := newMissing(set, tset)
+	if cmd != "once" && cfg.MetricsAddr != config.MetricsOff {
+		addr, err := admin.Serve(ctx, cfg.MetricsAddr, admin.Handler([]*metrics.Set{set}, nil, false))
+		if err != nil {
+			return err
+		}
+		log.Info("metrics listening", "addr", addr.String())
+	}
 	pass := func() error {
 		pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 		defer cancel()
 		start := time.Now()
-		res, foldErr := store.Fold(pctx, slots.FoldOptions{Chunk: cfg.Chunk, MaxDuration: cfg.MaxPass})
+		miss.startPass()
+		res, foldErr := store.Fold(pctx, slots.FoldOptions{Chunk: cfg.Chunk, MaxDuration: cfg.MaxPass,
+			Targets: tset, OnMissing: miss.record})
+		miss.log(ctx, log)
 		if foldErr != nil && res.Skipped == 0 {
 			return fmt.Errorf("rollup pass: %w", foldErr)
 		}
 		// Rows skipped for their data still let every other key fold,
-		// so the pass reports and prunes before it fails.
+		// so the pass reports, expires and prunes before it fails.
+		buckets, err := foldBuckets(pctx, store, cfg, start)
+		if err != nil {
+			return fmt.Errorf("rollup pass: %w", err)
+		}
+		expired, err := store.Expire(pctx, slots.ExpireOptions{MaxDuration: cfg.MaxPass})
+		if err != nil {
+			return fmt.Errorf("rollup pass: %w", err)
+		}
 		pruned, err := store.PruneInstances(pctx, time.Now().Add(-cfg.PruneAfter))
 		if err != nil {
 			return fmt.Errorf("rollup pass: %w", err)
@@ -85,12 +121,17 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		// A pass that found nothing to do is routine: debug, so an idle
 		// scheduler's log stays quiet.
 		level := slog.LevelInfo
-		if res.Rows == 0 && res.Skipped == 0 && pruned == 0 && foldErr == nil {
+		if res.Rows == 0 && res.Skipped == 0 && pruned == 0 && foldErr == nil && buckets.Rows == 0 && buckets.Expired == 0 && expired.Keys == 0 {
 			level = slog.LevelDebug
 		}
 		log.Log(ctx, level, "rollup pass", "slot_rows", res.Rows, "keys", res.Keys, "chunks", res.Chunks,
-			"limited", res.Limited, "skipped", res.Skipped, "left", res.Left, "pruned_instances", pruned, "took", took)
+			"limited", res.Limited || buckets.Limited || expired.Limited, "skipped", res.Skipped, "left", res.Left,
+			"bucket_slots_folded", buckets.Rows, "buckets", buckets.Buckets, "expired_buckets", buckets.Expired,
+			"expired_keys", expired.Keys, "pruned_instances", pruned, "took", took)
 		fmt.Fprintf(stdout, "folded %d slot rows into %d keys in %d chunks in %v; %s\n", res.Rows, res.Keys, res.Chunks, took, left(res))
+		if expired.Keys > 0 {
+			fmt.Fprintf(stdout, "deleted %d expired keys in %d chunks\n", expired.Keys, expired.Chunks)
+		}
 		if foldErr != nil {
 			return fmt.Errorf("rollup pass: %w", foldErr)
 		}
@@ -102,6 +143,29 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	return schedule(ctx, cfg.Schedule, log, pass)
 }
 
+// foldBuckets folds time-window bucket slot rows and deletes buckets past
+// their keep_until, within what is left of ROLLUP_MAX_PASS after the fold
+// of totals began at start.
+func foldBuckets(ctx context.Context, store *slots.Store, cfg config.Rollup, start time.Time) (slots.BucketFoldResult, error) {
+	var res slots.BucketFoldResult
+	left := cfg.MaxPass - time.Since(start)
+	if left <= 0 {
+		res.Limited = true
+		return res, nil
+	}
+	res, err := store.FoldBuckets(ctx, slots.FoldOptions{Chunk: cfg.Chunk, MaxDuration: left})
+	if err != nil {
+		return res, err
+	}
+	if left = cfg.MaxPass - time.Since(start); left <= 0 {
+		res.Limited = true
+		return res, nil
+	}
+	expired, limited, err := store.ExpireBuckets(ctx, time.Time{}, slots.FoldOptions{Chunk: cfg.Chunk, MaxDuration: left})
+	res.Expired, res.Limited = expired, res.Limited || limited
+	return res, err
+}
+
 // left describes what a pass left behind.
 func left(res slots.FoldResult) string {
 	s := fmt.Sprintf("%d slot rows left", res.Left)
@@ -110,6 +174,9 @@ func left(res slots.FoldResult) string {
 	}
 	if res.Skipped > 0 {
 		s += fmt.Sprintf(", %d skipped for errors", res.Skipped)
+	}
+	if res.Missing > 0 {
+		s += fmt.Sprintf(", %d target keys with no row (in counters only)", res.Missing)
 	}
 	return s
 }

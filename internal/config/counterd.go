@@ -8,6 +8,8 @@ import (
 
 	"github.com/counterd/counterd/internal/glob"
 	"github.com/counterd/counterd/internal/journal"
+	"github.com/counterd/counterd/internal/retention"
+	"github.com/counterd/counterd/internal/windows"
 )
 
 // MetricsOff is the COUNTERD_METRICS_ADDR that serves no metrics.
@@ -46,9 +48,18 @@ type Counterd struct {
 	HotRate float64 `env:"COUNTERD_HOT_RATE" envDefault:"1000" help:"a key is hot above this many increments per second"`
 	// Empty by default: counts are exact unless an operator names the
 	// keys (page views, say) for which an estimate is good enough.
-	SampleKeys string  `env:"COUNTERD_SAMPLE_KEYS" help:"comma-separated glob patterns (* and ?) of keys whose increments are sampled while hot, as view:*,*:views; empty: never sample"`
-	HotTarget  float64 `env:"COUNTERD_HOT_TARGET" envDefault:"100" help:"while hot, aim for this many recorded increments per second per key"`
-	HotMaxN    int     `env:"COUNTERD_HOT_MAX_N" envDefault:"1000" help:"largest sampling factor N"`
+	SampleKeys string `env:"COUNTERD_SAMPLE_KEYS" help:"comma-separated glob patterns (* and ?) of keys whose increments are sampled while hot, as view:*,*:views; empty: never sample"`
+	// Empty by default: a counter lives until DEL or EXPIRE says otherwise.
+	KeyTTL    string  `env:"COUNTERD_KEY_TTL" help:"default idle retention by key pattern, as session:*=1d;tmp:*=1h: a matching key expires that long after the last round that wrote it (an explicit EXPIRE wins until it passes); empty: none"`
+	HotTarget float64 `env:"COUNTERD_HOT_TARGET" envDefault:"100" help:"while hot, aim for this many recorded increments per second per key"`
+	HotMaxN   int     `env:"COUNTERD_HOT_MAX_N" envDefault:"1000" help:"largest sampling factor N"`
+
+	// Empty by default: windows cost a bucket row per width per key and
+	// round, so an operator names the keys that need them.
+	Windows string `env:"COUNTERD_WINDOWS" help:"time windows by key pattern: pattern=width:retention[,...] rules separated by ;, as post:*=minute:2h,hour:14d,day:400d;view:*=hour:2d (widths minute, hour, day; first matching pattern wins); empty: none"`
+	// Only tests set it: it pins the accept clock, so a test can assert
+	// which bucket an increment lands in without sleeping to a boundary.
+	TestClock time.Time `env:"COUNTERD_TEST_CLOCK" help:"for tests only: RFC 3339 time the accept clock (which picks time buckets) starts at; empty: the host's clock"`
 
 	// 30s: renewed every 10s, so a daemon survives a database blip of
 	// well over 10s with its leases, while a crashed daemon's unused
@@ -143,6 +154,12 @@ func (c *Counterd) Validate() error {
 	}
 	if _, err := glob.Parse(c.SampleKeys); err != nil {
 		return &Error{"COUNTERD_SAMPLE_KEYS", err.Error()}
+	}
+	if _, err := windows.Parse(c.Windows); err != nil {
+		return &Error{"COUNTERD_WINDOWS", err.Error()}
+	}
+	if _, err := retention.Parse(c.KeyTTL); err != nil {
+		return &Error{"COUNTERD_KEY_TTL", err.Error()}
 	}
 	return validLogFormat("COUNTERD_LOG_FORMAT", c.LogFormat)
 }

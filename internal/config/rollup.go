@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/counterd/counterd/internal/targets"
 )
 
 // Rollup is the rollup job's configuration.
@@ -29,8 +31,14 @@ type Rollup struct {
 	// replay a round it had already committed; 30 days is far beyond any
 	// outage worth surviving that way.
 	PruneAfter time.Duration `env:"ROLLUP_PRUNE_AFTER" envDefault:"720h" help:"forget the batch identity of daemon instances idle this long"`
-	LogLevel   slog.Level    `env:"ROLLUP_LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
-	LogFormat  string        `env:"ROLLUP_LOG_FORMAT" envDefault:"text" help:"text or json"`
+	// Parsed by internal/targets; checked against the catalog when the
+	// rollup starts.
+	Targets string `env:"ROLLUP_TARGETS" help:"app columns each fold adds to, separated by ';': pattern=[schema.]table.column, as 'post:{id}:likes=posts.like_count'"`
+	// Off by default: rollup was a plain cron job before it had metrics,
+	// and two of them on one host must not fight over a port.
+	MetricsAddr string     `env:"ROLLUP_METRICS_ADDR" envDefault:"off" help:"HTTP address for /metrics and /healthz of the scheduler (off disables)"`
+	LogLevel    slog.Level `env:"ROLLUP_LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
+	LogFormat   string     `env:"ROLLUP_LOG_FORMAT" envDefault:"text" help:"text or json"`
 }
 
 // Validate checks the schedule parses and ranges hold.
@@ -55,6 +63,9 @@ func (c *Rollup) Validate() error {
 	}
 	if c.LockTimeout < 0 {
 		return &Error{"ROLLUP_LOCK_TIMEOUT", "must not be negative"}
+	}
+	if _, err := targets.Parse(c.Targets); err != nil {
+		return &Error{"ROLLUP_TARGETS", err.Error()}
 	}
 	return validLogFormat("ROLLUP_LOG_FORMAT", c.LogFormat)
 }

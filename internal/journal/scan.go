@@ -129,6 +129,11 @@ type accumulator struct {
 
 func (a *accumulator) add(it item) error {
 	id := change.ID{Key: string(it.key), Kind: it.kind, Bucket: it.bucket}
+	if it.kind == change.Set {
+		// A Set nets with its key's total: it replaces what came before
+		// and later increments add to it (see pending's set.go).
+		id.Kind = change.Total
+	}
 	i, ok := a.index[id]
 	if !ok {
 		if a.index == nil {
@@ -136,11 +141,21 @@ func (a *accumulator) add(it item) error {
 		}
 		a.index[id] = len(a.changes)
 		a.changes = append(a.changes, change.Change{
-			Key: id.Key, Kind: id.Kind, Bucket: id.Bucket, Delta: it.delta, Var: it.variance,
+			Key: id.Key, Kind: it.kind, Bucket: id.Bucket, Delta: it.delta, Var: it.variance,
 		})
+		a.cancelExpiry(it)
 		return nil
 	}
 	c := &a.changes[i]
+	switch it.kind {
+	case change.Set:
+		c.Kind, c.Delta, c.Var = change.Set, it.delta, it.variance
+		a.cancelExpiry(it)
+		return nil
+	case change.Expire:
+		c.Delta = it.delta // the last expiry wins
+		return nil
+	}
 	sum, ok := checkedAdd(c.Delta, it.delta)
 	if !ok {
 		return fmt.Errorf("sum for key %q (kind %v, bucket %d) overflows int64", id.Key, id.Kind, id.Bucket)
@@ -148,4 +163,15 @@ func (a *accumulator) add(it item) error {
 	c.Delta = sum
 	c.Var += it.variance
 	return nil
+}
+
+// cancelExpiry drops an expiry recorded before a Set of the same key:
+// SET and DEL remove a key's expiry.
+func (a *accumulator) cancelExpiry(it item) {
+	if it.kind != change.Set {
+		return
+	}
+	if j, ok := a.index[change.ID{Key: string(it.key), Kind: change.Expire}]; ok {
+		a.changes[j].Delta = 0
+	}
 }

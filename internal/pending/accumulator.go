@@ -12,6 +12,7 @@ import (
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/windows"
 )
 
 // ErrBackoff is returned for a change to a new counter while too many are
@@ -53,6 +54,13 @@ type Accumulator struct {
 	found    []*cell // per accepted change, its cell (nil if new)
 	fresh    map[change.ID]int64
 	accepted []change.Change
+	expanded []change.Change // one item and its bucket changes
+	undo     []undoEntry
+
+	// win, when not nil, expands each increment of a key with windows
+	// into bucket changes stamped by clock (see check).
+	win   *windows.Config
+	clock *windows.Clock
 
 	maxKeys    int64
 	maxPending int64
@@ -69,6 +77,10 @@ type cell struct {
 	// stamp is the accumulator's current group.
 	tent  int64
 	stamp uint64
+	// set says n replaces the key's total rather than adding to it: a
+	// SET or DEL, then any increments accepted after it (see fold). On
+	// an Expire cell it says the cell is written even when n is 0.
+	set bool
 }
 
 // cells maps counters to their cells. The all-time total of a key, by
@@ -163,18 +175,18 @@ func (a *Accumulator) AddAll(items []change.Change, errs []error) (Ticket, error
 func (a *Accumulator) add(items []change.Change, errs []error, all bool) (Ticket, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	acc, refused := a.check(items, errs)
+	acc, accepted, refused := a.check(items, errs)
 	var t Ticket
 	if all && refused > 0 {
 		// check only stamped tentative sums, which the next group's
 		// stamp makes stale: there is nothing to undo.
-		a.m.rejected.Add(len(acc))
+		a.m.rejected.Add(accepted)
 		return t, ErrNotAll
 	}
 	if len(acc) > 0 && a.jr != nil {
 		pos, err := a.jr.Append(acc)
 		if err != nil {
-			a.m.rejected.Add(len(acc))
+			a.m.rejected.Add(accepted)
 			return t, err
 		}
 		t.Pos = pos
@@ -184,7 +196,7 @@ func (a *Accumulator) add(items []change.Change, errs []error, all bool) (Ticket
 		if c == nil {
 			// New before this group; an earlier change of the group may
 			// have created it since.
-			id := ch.ID()
+			id := cellID(ch)
 			if c = a.cells.get(id); c == nil {
 				c = a.cells.add(id)
 				if a.keys.Add(1) == a.maxKeys {
@@ -192,30 +204,33 @@ func (a *Accumulator) add(items []change.Change, errs []error, all bool) (Ticket
 				}
 			}
 		}
-		c.n += ch.Delta
-		c.v += ch.Var
+		a.cells.fold(c, ch)
 	}
 	t.Seq = a.seq()
-	t.Recorded = len(acc)
-	a.m.accepted.Add(len(acc))
+	t.Recorded = accepted
+	a.m.accepted.Add(accepted)
 	return t, nil
 }
 
-// check returns the changes of items that may be accepted and how many
-// were refused, and leaves
-// each one's cell (nil for a counter not pending yet) in a.found. The
-// caller holds mu, so nothing else changes the cells until it folds them.
-func (a *Accumulator) check(items []change.Change, errs []error) (acc []change.Change, refused int) {
+// check returns the changes of items that may be accepted, how many items
+// that is and how many were refused, and leaves each accepted change's
+// cell (nil for a counter not pending yet) in a.found. The caller holds
+// mu, so nothing else changes the cells until it folds them.
+func (a *Accumulator) check(items []change.Change, errs []error) (acc []change.Change, accepted, refused int) {
+	if a.win != nil {
+		return a.checkWindowed(items, errs)
+	}
+	// Without windows: the hot path, kept free of what windows need.
 	acc, found := a.accepted[:0], a.found[:0]
 	a.group++
 	defer clear(a.fresh) // its keys alias the caller's buffer
 	newKeys := int64(0)
 	for i, ch := range items {
 		errs[i] = nil
-		if ch.Delta == 0 && ch.Var == 0 {
+		if ch.Delta == 0 && ch.Var == 0 && !replaces(ch.Kind) {
 			continue // sampled out, or INCRBY 0: nothing to record
 		}
-		id := ch.ID()
+		id := cellID(ch)
 		c := a.cells.get(id)
 		var cur int64
 		newKey := false
@@ -236,6 +251,9 @@ func (a *Accumulator) check(items []change.Change, errs []error) (acc []change.C
 			newKey = !seen
 		}
 		sum, ok := addChecked(cur, ch.Delta)
+		if replaces(ch.Kind) {
+			sum, ok = ch.Delta, true // SET n, or an expiry time: nothing to add up
+		}
 		if !ok {
 			a.m.rejected.Inc()
 			errs[i] = ErrOverflow
@@ -255,7 +273,123 @@ func (a *Accumulator) check(items []change.Change, errs []error) (acc []change.C
 		found = append(found, c)
 	}
 	a.accepted, a.found = acc[:0], found // AddGroup reads found
-	return acc, refused
+	return acc, len(acc), refused
+}
+
+// checkWindowed is check with windows: each item is expanded into itself
+// and its bucket changes, all stamped with one accept time, and accepted
+// or refused together (a bucket's pending delta can overflow, or a new
+// bucket counter pass MaxPendingKeys, when the total's does not).
+func (a *Accumulator) checkWindowed(items []change.Change, errs []error) (acc []change.Change, accepted, refused int) {
+	acc, found := a.accepted[:0], a.found[:0]
+	a.group++
+	defer clear(a.fresh) // its keys alias the caller's buffer
+	newKeys := int64(0)
+	at := a.clock.Now() // once per group, under mu: buckets follow journal order
+	for i, ch := range items {
+		errs[i] = nil
+		if ch.Delta == 0 && ch.Var == 0 && !replaces(ch.Kind) {
+			continue // sampled out, or INCRBY 0: nothing to record
+		}
+		a.expanded = a.win.Expand(append(a.expanded[:0], ch), ch, at)
+		mark, undo := len(acc), a.undo[:0]
+		var err error
+		for _, sub := range a.expanded {
+			var c *cell
+			var u undoEntry
+			if c, u, err = a.checkOne(sub, &newKeys); err != nil {
+				break
+			}
+			undo = append(undo, u)
+			acc = append(acc, sub)
+			found = append(found, c)
+		}
+		if err != nil {
+			// Take back the tentative sums of the item's changes checked
+			// before the refused one.
+			for j := len(undo) - 1; j >= 0; j-- {
+				a.rollback(undo[j], &newKeys)
+			}
+			acc, found = acc[:mark], found[:mark]
+			errs[i] = err
+			refused++
+		} else {
+			accepted++
+		}
+		clear(undo)
+		a.undo = undo[:0]
+	}
+	clear(a.expanded)
+	a.accepted, a.found = acc[:0], found // AddGroup reads found
+	return acc, accepted, refused
+}
+
+// undoEntry is what checkOne changed, so a refused item can take back the
+// tentative sums of its changes checked before the refused one.
+type undoEntry struct {
+	c      *cell // the counter's cell, or nil for one in fresh
+	prev   int64 // its tentative sum before
+	id     change.ID
+	seen   bool // id was in fresh before
+	newKey bool
+}
+
+// checkOne checks one change against its counter's tentative sum and
+// records the new sum, for checkWindowed.
+func (a *Accumulator) checkOne(ch change.Change, newKeys *int64) (*cell, undoEntry, error) {
+	id := cellID(ch)
+	c := a.cells.get(id)
+	u := undoEntry{c: c}
+	var cur int64
+	switch {
+	case c != nil:
+		if c.stamp != a.group {
+			c.stamp, c.tent = a.group, c.n
+		}
+		cur = c.tent
+	default:
+		cur, u.seen = a.fresh[id]
+		if !u.seen && a.keys.Load()+*newKeys >= a.maxPending {
+			a.m.rejected.Inc()
+			return nil, u, ErrBackoff
+		}
+		u.newKey = !u.seen
+	}
+	u.prev = cur
+	sum, ok := addChecked(cur, ch.Delta)
+	if replaces(ch.Kind) {
+		sum, ok = ch.Delta, true // SET n, or an expiry time: nothing to add up
+	}
+	if !ok {
+		a.m.rejected.Inc()
+		return nil, u, ErrOverflow
+	}
+	switch {
+	case c != nil:
+		c.tent = sum
+	default:
+		a.fresh[id] = sum
+		u.id = id
+	}
+	if u.newKey {
+		*newKeys++
+	}
+	return c, u, nil
+}
+
+// rollback takes back what checkOne recorded for u.
+func (a *Accumulator) rollback(u undoEntry, newKeys *int64) {
+	switch {
+	case u.c != nil:
+		u.c.tent = u.prev
+	case u.seen:
+		a.fresh[u.id] = u.prev
+	default:
+		delete(a.fresh, u.id)
+	}
+	if u.newKey {
+		*newKeys--
+	}
 }
 
 // Cut swaps the cells out into a round, rotating the journal so the

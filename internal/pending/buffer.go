@@ -13,6 +13,7 @@ import (
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/windows"
 )
 
 // Options configure a Buffer.
@@ -39,6 +40,13 @@ type Options struct {
 	MaxKeys int
 	// MaxPendingKeys refuses new keys with ErrBackoff past this many.
 	MaxPendingKeys int
+	// Windows, when not nil, adds each increment of a key it matches to
+	// the current bucket of each of the key's windows as well, in the
+	// same journal record.
+	Windows *windows.Config
+	// Clock is the accept clock that picks buckets (default: the host's
+	// time at New, advanced by the monotonic clock).
+	Clock *windows.Clock
 	// Logger receives flush errors.
 	Logger *slog.Logger
 	// Metrics receives the buffer's metrics; nil means a private set.
@@ -72,6 +80,9 @@ func New(store Store, opts Options) *Buffer {
 	if opts.Metrics == nil {
 		opts.Metrics = metrics.NewSet()
 	}
+	if opts.Clock == nil {
+		opts.Clock = windows.NewClock(time.Now())
+	}
 	if opts.Identity == (slots.Identity{}) {
 		opts.Identity = slots.Identity{Instance: randomHex(), Generation: randomHex()}
 	}
@@ -84,6 +95,8 @@ func New(store Store, opts Options) *Buffer {
 		fresh:      make(map[change.ID]int64),
 		maxKeys:    int64(opts.MaxKeys),
 		maxPending: int64(opts.MaxPendingKeys),
+		win:        opts.Windows,
+		clock:      opts.Clock,
 		kick:       f.Kick,
 		queue:      f.queue,
 	}
@@ -95,12 +108,7 @@ func New(store Store, opts Options) *Buffer {
 	for _, rec := range opts.Recovered {
 		r := &round{id: rec.ID, cells: newCells(len(rec.Changes)), recovered: true}
 		for _, c := range rec.Changes {
-			cl := r.cells.get(c.ID())
-			if cl == nil {
-				cl = r.cells.add(c.ID())
-			}
-			cl.n += c.Delta
-			cl.v += c.Var
+			r.cells.restore(c)
 		}
 		f.rounds = append(f.rounds, r)
 		m.replayedRounds.Inc()
@@ -138,6 +146,13 @@ func (b *Buffer) AddGroup(items []change.Change, errs []error) (Ticket, error) {
 func (b *Buffer) AddAll(items []change.Change, errs []error) (Ticket, error) {
 	return b.acc.AddAll(items, errs)
 }
+
+// Windows returns the time windows increments are expanded by (nil for
+// none).
+func (b *Buffer) Windows() *windows.Config { return b.acc.win }
+
+// Now reads the accept clock: the time buckets are picked by.
+func (b *Buffer) Now() time.Time { return b.acc.clock.Now() }
 
 // DrainAfter returns a context that ends d after ctx ends: the drain
 // context for Run, so a shutdown is bounded from the moment it begins.

@@ -13,6 +13,8 @@ import (
 type Estimate struct {
 	Total int64
 	Var   float64
+	// Expires is when the key expires, in unix milliseconds; 0 for none.
+	Expires int64
 }
 
 // held is one round's delta for one key, as a read found it in memory.
@@ -21,6 +23,9 @@ type held struct {
 	n     int64
 	v     float64
 	ident int // index of id.Identity in the read's identity list
+	// set says n replaces the total (SET, DEL); expire says n is an
+	// expiry in unix seconds (0: none) rather than a delta.
+	set, expire bool
 }
 
 // Estimates returns each key's exact total: what the store has plus what
@@ -37,10 +42,20 @@ func (b *Buffer) Estimates(ctx context.Context, keys []string) ([]Estimate, erro
 		lane := slots.LaneOf(key)
 		e := snap.Estimates[i]
 		sum := e.Wide
-		total, v := e.Total, e.Var
+		total, v, expires := e.Total, e.Var, e.Expires
 		for _, h := range mem[i] {
 			if h.id.Seq <= snap.Marks[h.ident][lane] {
 				continue // committed after this read took it from memory
+			}
+			switch {
+			case h.expire:
+				expires = h.n * 1000
+				continue
+			case h.set:
+				// Read your writes: a SET not committed yet replaces what
+				// the store has and the deltas held before it.
+				total, v, sum, expires = h.n, h.v, nil, 0
+				continue
 			}
 			v += h.v
 			if sum == nil {
@@ -58,7 +73,7 @@ func (b *Buffer) Estimates(ctx context.Context, keys []string) ([]Estimate, erro
 			}
 			total = sum.Int64()
 		}
-		out[i] = Estimate{Total: total, Var: v}
+		out[i] = Estimate{Total: total, Var: v, Expires: expires}
 	}
 	return out, nil
 }
@@ -100,14 +115,21 @@ func (b *Buffer) inMemory(keys []string) ([][]held, []slots.Identity) {
 	mem := make([][]held, len(keys))
 	for i, key := range keys {
 		id := change.ID{Key: key, Kind: change.Total}
-		for _, r := range rounds {
-			if c := r.cells.get(id); c != nil {
-				mem[i] = append(mem[i], held{id: r.id, n: c.n, v: c.v, ident: index(r.id.Identity)})
+		exp := change.ID{Key: key, Kind: change.Expire}
+		// In a round a Set comes before the expiry left in its Expire
+		// cell (an earlier one was cancelled by the Set).
+		add := func(r slots.BatchID, cs cells, ident int) {
+			if c := cs.get(id); c != nil {
+				mem[i] = append(mem[i], held{id: r, n: c.n, v: c.v, ident: ident, set: c.set})
+			}
+			if c := cs.get(exp); c != nil {
+				mem[i] = append(mem[i], held{id: r, n: c.n, ident: ident, expire: true})
 			}
 		}
-		if c := a.cells.get(id); c != nil {
-			mem[i] = append(mem[i], held{id: acc, n: c.n, v: c.v, ident: 0})
+		for _, r := range rounds {
+			add(r.id, r.cells, index(r.id.Identity))
 		}
+		add(acc, a.cells, 0)
 	}
 	return mem, ids
 }

@@ -21,8 +21,8 @@ type round struct {
 func (r *round) batch() []change.Change {
 	batch := make([]change.Change, 0, r.cells.len())
 	r.cells.each(func(id change.ID, c *cell) {
-		if c.n != 0 || c.v != 0 {
-			batch = append(batch, change.Change{Key: id.Key, Kind: id.Kind, Bucket: id.Bucket, Delta: c.n, Var: c.v})
+		if ch, ok := c.change(id); ok {
+			batch = append(batch, ch)
 		}
 	})
 	return batch

@@ -130,10 +130,20 @@ func (s *Server) exec(ctx context.Context, out []byte, args [][]byte) ([]byte, e
 		}
 		return s.get(ctx, out, args[1:], true), nil
 	case is(name, "COUNT"):
-		if len(args) != 2 {
+		if len(args) < 2 {
 			return wrongArity(out, name), nil
 		}
-		return s.count(ctx, out, args[1]), nil
+		return s.countCmd(ctx, out, args), nil
+	case is(name, "RANGE"):
+		if len(args) != 4 {
+			return wrongArity(out, name), nil
+		}
+		return s.rangeCmd(ctx, out, args), nil
+	case is(name, "TOP"):
+		if len(args) != 5 {
+			return wrongArity(out, name), nil
+		}
+		return s.top(ctx, out, args), nil
 	case is(name, "HOT"):
 		if len(args) != 1 {
 			return wrongArity(out, name), nil
@@ -156,6 +166,9 @@ func (s *Server) exec(ctx context.Context, out []byte, args [][]byte) ([]byte, e
 		return resp.AppendOK(out), errQuit
 	}
 	if out, ok := s.budgetCommand(ctx, out, args); ok {
+		return out, nil
+	}
+	if out, ok := s.resetCommand(ctx, out, args); ok {
 		return out, nil
 	}
 	// Connection and admin commands (HELLO, CLIENT, COMMAND, INFO...) are

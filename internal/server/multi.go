@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"strings"
+	"time"
 
 	"github.com/counterd/counterd/internal/resp"
 )
@@ -31,6 +33,10 @@ const (
 		"use MULTI/EXEC alone, whose increments apply all or nothing"
 	errFlushInMulti = "ERR FLUSH is not allowed inside MULTI: it waits on the database; send it after EXEC"
 	errTxTooLong    = "ERR transaction too long: more than 100000 keys queued"
+	// A transaction's reads are answered at their position in it; time
+	// window reads are not (yet), so they are refused rather than
+	// answered as of EXEC.
+	errWindowInMulti = "ERR COUNT ... SINCE, RANGE and TOP are not allowed inside MULTI; send them after EXEC"
 )
 
 // txKind is what a queued command does at EXEC.
@@ -45,12 +51,15 @@ const (
 	txPing
 	txPingMsg
 	txUnwatch
+	txSet // SET key n [EX...]: delta is n, at the expiry (unix second, 0: none)
+	txDel // DEL key...
 )
 
 // txCmd is one queued command.
 type txCmd struct {
 	kind  txKind
-	delta int64    // txIncr
+	delta int64    // txIncr, txSet
+	at    int64    // txSet
 	keys  []string // txIncr (one), txGet, txMGet, txCount; txPingMsg: the message
 }
 
@@ -162,6 +171,8 @@ func (t *tx) queue(args [][]byte) string {
 		}
 		cmd = txCmd{kind: txIncr, delta: d}
 		keys = args[1:2]
+	case is(name, "COUNT") && len(args) > 2, is(name, "RANGE"), is(name, "TOP"):
+		return errWindowInMulti
 	case is(name, "GET"), is(name, "COUNT"):
 		if len(args) != 2 {
 			return wrongArityMsg(name)
@@ -195,6 +206,28 @@ func (t *tx) queue(args [][]byte) string {
 		default:
 			return wrongArityMsg(name)
 		}
+	case is(name, "DEL"):
+		if len(args) < 2 {
+			return wrongArityMsg(name)
+		}
+		cmd.kind = txDel
+		keys = args[1:]
+	case is(name, "SET"):
+		if len(args) < 3 {
+			return wrongArityMsg(name)
+		}
+		items, msg := parseSet(args, time.Now())
+		if msg != "" {
+			return msg
+		}
+		cmd = txCmd{kind: txSet, delta: items[0].Delta}
+		if len(items) > 1 {
+			cmd.at = items[1].Delta
+		}
+		keys = args[1:2]
+	case is(name, "EXPIRE"), is(name, "PEXPIRE"), is(name, "EXPIREAT"), is(name, "PEXPIREAT"),
+		is(name, "TTL"), is(name, "PTTL"), is(name, "PERSIST"):
+		return "ERR " + strings.ToUpper(string(name)) + " is not supported inside MULTI: send it outside the transaction"
 	case is(name, "FLUSH"):
 		return errFlushInMulti
 	case isBudgetCommand(name):

@@ -23,14 +23,36 @@ func (s *Server) execTx(ctx context.Context, out []byte, t *tx) []byte {
 		return resp.AppendError(out, errExecAbort)
 	}
 	var items []change.Change
-	var at []int // items[i] is queued command at[i]
+	var at []int                      // items[i] is queued command at[i]
+	first := make([]int, len(t.cmds)) // each command's first item
 	for i, cmd := range t.cmds {
-		if cmd.kind == txIncr {
-			// The key is the transaction's own copy, alive until the reply.
+		first[i] = len(items)
+		// Keys are the transaction's own copies, alive until the reply.
+		switch cmd.kind {
+		case txIncr:
 			k := cmd.keys[0]
 			items = append(items, s.sample(unsafe.Slice(unsafe.StringData(k), len(k)), cmd.delta))
 			at = append(at, i)
+		case txSet:
+			items = append(items, change.Change{Key: cmd.keys[0], Kind: change.Set, Delta: cmd.delta})
+			at = append(at, i)
+			if cmd.at != 0 {
+				items = append(items, change.Change{Key: cmd.keys[0], Kind: change.Expire, Delta: cmd.at})
+				at = append(at, i)
+			}
+		case txDel:
+			for _, k := range cmd.keys {
+				items = append(items, change.Change{Key: k, Kind: change.Set})
+				at = append(at, i)
+			}
 		}
+	}
+	// A key a SET or DEL of the transaction replaces is read before the
+	// transaction applies, and its reads worked out forward from there.
+	pre, err := s.txPreRead(ctx, t)
+	if err != nil {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, fmt.Sprintf("ERR read totals: %v; transaction discarded, nothing applied", err))
 	}
 	if len(items) > 0 {
 		errs := make([]error, len(items))
@@ -43,14 +65,22 @@ func (s *Server) execTx(ctx context.Context, out []byte, t *tx) []byte {
 			return resp.AppendError(out, txError(err, errs, at))
 		}
 	}
-	reads := s.txReads(ctx, t, items)
+	reads := s.txReads(ctx, t, items, first, pre)
 	out = resp.AppendArrayHeader(out, len(t.cmds))
-	j := 0 // the next increment's index in items
 	for i, cmd := range t.cmds {
 		switch cmd.kind {
 		case txIncr:
-			out = resp.AppendInt(out, items[j].Delta)
-			j++
+			out = resp.AppendInt(out, items[first[i]].Delta)
+		case txSet:
+			out = resp.AppendOK(out)
+		case txDel:
+			n := int64(0)
+			for _, r := range reads[i] {
+				if r.err == "" && r.Total != 0 {
+					n++
+				}
+			}
+			out = resp.AppendInt(out, n)
 		case txGet, txMGet:
 			if cmd.kind == txMGet {
 				out = resp.AppendArrayHeader(out, len(reads[i]))
@@ -90,50 +120,111 @@ type txRead struct {
 	err string // the error reply instead, if any
 }
 
+// replaced returns the keys a SET or DEL of t replaces.
+func (t *tx) replaced() map[string]bool {
+	var set map[string]bool
+	for _, cmd := range t.cmds {
+		if cmd.kind == txSet || cmd.kind == txDel {
+			if set == nil {
+				set = map[string]bool{}
+			}
+			for _, k := range cmd.keys {
+				set[k] = true
+			}
+		}
+	}
+	return set
+}
+
+// isRead reports whether a queued command of kind k reads its keys.
+func isRead(k txKind) bool { return k == txGet || k == txMGet || k == txCount || k == txDel }
+
+// txPreRead reads, before the transaction applies, the keys it both
+// reads (DEL counts as a read) and replaces. Increments other connections
+// make between this read and EXEC's are not in those reads.
+func (s *Server) txPreRead(ctx context.Context, t *tx) (map[string]pending.Estimate, error) {
+	repl := t.replaced()
+	var names []string
+	seen := map[string]bool{}
+	for _, cmd := range t.cmds {
+		if !isRead(cmd.kind) {
+			continue
+		}
+		for _, k := range cmd.keys {
+			if repl[k] && !seen[k] {
+				seen[k] = true
+				names = append(names, k)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	est, err := s.buf.Estimates(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	pre := make(map[string]pending.Estimate, len(names))
+	for i, k := range names {
+		pre[k] = est[i]
+	}
+	return pre, nil
+}
+
 // txReads answers the transaction's reads, indexed by command, each key as
 // it is at the read's position in the transaction: it sees the
-// transaction's increments queued before it and not those after it, as in
-// Redis. All reads share one snapshot, taken after the increments were
-// accepted, from which the later increments are taken off.
-func (s *Server) txReads(ctx context.Context, t *tx, items []change.Change) [][]txRead {
+// transaction's changes queued before it and not those after it, as in
+// Redis. A key no SET or DEL of the transaction replaces is read once,
+// after the changes were accepted, and the later increments are taken
+// off. A key one replaces is worked out forward from pre, since what a
+// SET replaced cannot be taken off.
+func (s *Server) txReads(ctx context.Context, t *tx, items []change.Change, first []int, pre map[string]pending.Estimate) [][]txRead {
+	repl := t.replaced()
 	var names []string
 	index := map[string]int{}
 	for _, cmd := range t.cmds {
-		if cmd.kind == txGet || cmd.kind == txMGet || cmd.kind == txCount {
+		if isRead(cmd.kind) {
 			for _, k := range cmd.keys {
-				if _, ok := index[k]; !ok {
+				if _, ok := index[k]; !ok && !repl[k] {
 					index[k] = len(names)
 					names = append(names, k)
 				}
 			}
 		}
 	}
-	if len(names) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
-	est, err := s.buf.Estimates(ctx, names)
 	reads := make([][]txRead, len(t.cmds))
+	var est []pending.Estimate
+	var err error
+	if len(names) > 0 {
+		rctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+		est, err = s.buf.Estimates(rctx, names)
+		cancel()
+	}
 	later := map[string]pending.Estimate{} // what increments after the read add
-	j := len(items)
 	for i := len(t.cmds) - 1; i >= 0; i-- {
 		cmd := t.cmds[i]
-		switch cmd.kind {
-		case txIncr:
-			j--
+		switch {
+		case cmd.kind == txIncr:
+			if repl[cmd.keys[0]] {
+				continue
+			}
+			it := items[first[i]]
 			l := later[cmd.keys[0]]
 			// Within int64: AddAll accepted every pending delta.
-			l.Total += items[j].Delta
-			l.Var += items[j].Var
+			l.Total += it.Delta
+			l.Var += it.Var
 			later[cmd.keys[0]] = l
 			continue
-		case txGet, txMGet, txCount:
-		default:
+		case !isRead(cmd.kind):
 			continue
 		}
 		reads[i] = make([]txRead, len(cmd.keys))
 		for n, k := range cmd.keys {
+			if repl[k] {
+				continue // forward, below
+			}
 			r := &reads[i][n]
 			if err != nil {
 				r.err = fmt.Sprintf("ERR read totals: %v", err)
@@ -145,10 +236,58 @@ func (s *Server) txReads(ctx context.Context, t *tx, items []change.Change) [][]
 				r.err = fmt.Sprintf("ERR read totals: total of %q at this point of the transaction is beyond int64", k)
 				continue
 			}
-			r.Estimate = pending.Estimate{Total: total, Var: max(e.Var-l.Var, 0)}
+			r.Estimate = pending.Estimate{Total: total, Var: max(e.Var-l.Var, 0), Expires: e.Expires}
+		}
+	}
+	if len(pre) == 0 {
+		return reads
+	}
+	cur := make(map[string]txRead, len(pre))
+	for k, e := range pre {
+		cur[k] = txRead{Estimate: e}
+	}
+	for i, cmd := range t.cmds {
+		switch cmd.kind {
+		case txIncr:
+			k := cmd.keys[0]
+			r, ok := cur[k]
+			if !ok {
+				continue
+			}
+			it := items[first[i]]
+			if sum, ok := addInt(r.Total, it.Delta); ok {
+				r.Total = sum
+			} else if r.err == "" {
+				r.err = fmt.Sprintf("ERR read totals: total of %q at this point of the transaction is beyond int64", k)
+			}
+			r.Var += it.Var
+			cur[k] = r
+		case txSet:
+			if _, ok := cur[cmd.keys[0]]; ok {
+				cur[cmd.keys[0]] = txRead{Estimate: pending.Estimate{Total: cmd.delta, Expires: cmd.at * 1000}}
+			}
+		}
+		if !isRead(cmd.kind) {
+			continue
+		}
+		for n, k := range cmd.keys {
+			if r, ok := cur[k]; ok {
+				reads[i][n] = r
+				if cmd.kind == txDel {
+					cur[k] = txRead{}
+				}
+			}
 		}
 	}
 	return reads
+}
+
+func addInt(a, b int64) (int64, bool) {
+	s := a + b
+	if (b > 0 && s < a) || (b < 0 && s > a) {
+		return 0, false
+	}
+	return s, true
 }
 
 func subChecked(a, b int64) (int64, bool) {

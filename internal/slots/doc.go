@@ -20,6 +20,11 @@
 // snapshot, so a caller holding batches in memory can tell exactly which
 // of them the totals already include.
 //
+// Time-window buckets (change kinds Minute, Hour, Day) are kept the same
+// way in counter_bucket_slots and counter_bucket_rows: a round writes them
+// in the same statement as its totals (write_buckets.go), FoldBuckets
+// folds them and ExpireBuckets deletes those past their keep_until.
+//
 // Fold moves slot counts into the base rows in the same transaction that
 // deletes them, so an increment is never lost or counted twice while writers
 // keep writing. Readers see base plus slots in one statement (the

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/counterd/counterd/internal/targets"
 )
 
 // DefaultFoldChunk is how many slot rows one fold transaction moves.
@@ -29,6 +31,14 @@ type FoldOptions struct {
 	UpdatedAt time.Time
 	// Clock measures MaxDuration (default time.Now).
 	Clock func() time.Time
+	// Targets, when not empty, are app columns each chunk also adds its
+	// folded amounts to, in the same transaction (see fold_targets.go).
+	// They must be resolved (targets.Set.Resolve).
+	Targets *targets.Set
+	// OnMissing, if set, is called after a chunk commits with the keys
+	// of a target that named no row (or an id that does not parse):
+	// folded into counters, not into the column.
+	OnMissing func(t *targets.Target, keys []string)
 }
 
 // FoldResult says what a fold pass moved and what it left.
@@ -50,6 +60,11 @@ type FoldResult struct {
 	// written, or held by writers, while it ran, skipped rows, and rows
 	// it did not reach when Limited.
 	Left int64
+	// Missing is how many times a key matching a target was folded into
+	// counters but not into the target's column, because its row does
+	// not exist or its id does not parse (a key folded by two chunks
+	// counts twice).
+	Missing int64
 }
 
 // RowError is a slot row a fold could not move because of its data, for
@@ -129,9 +144,9 @@ func (s *Store) Fold(ctx context.Context, opts FoldOptions) (FoldResult, error) 
 				res.Limited = true
 				break
 			}
-			c, err := s.foldChunk(ctx, cur, end, n, stamp)
+			c, err := s.foldChunk(ctx, cur, end, n, stamp, &opts)
 			if err == nil {
-				res.add(c)
+				res.add(c, &opts)
 				if c.rows < int64(n) {
 					break // swept past end, or every row left is held
 				}
@@ -155,10 +170,10 @@ func (s *Store) Fold(ctx context.Context, opts FoldOptions) (FoldResult, error) 
 			if err != nil {
 				return res, fmt.Errorf("fold: find the slot row after %v: %w", cur, err)
 			}
-			c, err = s.foldChunk(ctx, cur, row, 1, stamp)
+			c, err = s.foldChunk(ctx, cur, row, 1, stamp, &opts)
 			switch {
 			case err == nil:
-				res.add(c)
+				res.add(c, &opts)
 			case isDataError(err):
 				res.Skipped++
 				skipped = append(skipped, &RowError{Key: row.key, Slot: row.slot, Err: err})
@@ -178,25 +193,37 @@ func (s *Store) Fold(ctx context.Context, opts FoldOptions) (FoldResult, error) 
 type chunkResult struct {
 	rows, keys int64
 	last       position // the last row picked, if rows > 0
+	missing    []missing
 }
 
-func (r *FoldResult) add(c chunkResult) {
+func (r *FoldResult) add(c chunkResult, opts *FoldOptions) {
 	r.Chunks++
 	r.Rows += c.rows
 	r.Keys += c.keys
+	for _, m := range c.missing {
+		r.Missing += int64(len(m.keys))
+		if opts.OnMissing != nil {
+			opts.OnMissing(m.target, m.keys)
+		}
+	}
 }
 
 // foldChunk moves up to n unheld slot rows after cur and through end in
 // one transaction, retrying a deadlock or serialization failure.
-func (s *Store) foldChunk(ctx context.Context, cur, end position, n int, stamp *time.Time) (chunkResult, error) {
+func (s *Store) foldChunk(ctx context.Context, cur, end position, n int, stamp *time.Time, opts *FoldOptions) (chunkResult, error) {
 	var (
 		c        chunkResult
 		lastKey  *string
 		lastSlot *int16
 	)
 	for attempt := 1; ; attempt++ {
-		err := s.pool.QueryRow(ctx, foldChunk, cur.key, cur.slot, end.key, end.slot, n, stamp).
-			Scan(&c.rows, &c.keys, &lastKey, &lastSlot)
+		var err error
+		if opts.Targets.Len() == 0 {
+			err = s.pool.QueryRow(ctx, foldChunk, cur.key, cur.slot, end.key, end.slot, n, stamp).
+				Scan(&c.rows, &c.keys, &lastKey, &lastSlot)
+		} else {
+			c, lastKey, lastSlot, err = s.foldChunkTargets(ctx, cur, end, n, stamp, opts.Targets)
+		}
 		if err == nil {
 			break
 		}
@@ -220,7 +247,8 @@ func (s *Store) foldChunk(ctx context.Context, cur, end position, n int, stamp *
 // error (classify keeps only its message).
 func overflow(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "22003" {
+	var colErr *TargetError // a column's own type overflowed, not a total
+	if errors.As(err, &pgErr) && pgErr.Code == "22003" && !errors.As(err, &colErr) {
 		return fmt.Errorf("%w: %w", ErrOverflow, err)
 	}
 	return err
@@ -249,7 +277,13 @@ FOR UPDATE SKIP LOCKED`
 // $4) into counters, and returns the last one it picked. The sums stay
 // numeric until they are stored, so they never wrap whatever type
 // counters.total has.
-const foldChunk = `
+const foldChunk = foldChunkCTE + `
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM folded),
+       (SELECT key FROM last), (SELECT slot FROM last)`
+
+// foldChunkCTE picks, deletes and folds one chunk's slot rows; the
+// statements built on it say what they return.
+const foldChunkCTE = `
 WITH picked AS MATERIALIZED (
     SELECT key, slot FROM counter_slots
     WHERE (key, slot) > ($1::text, $2::smallint) AND (key, slot) <= ($3::text, $4::smallint)
@@ -272,6 +306,4 @@ WITH picked AS MATERIALIZED (
     RETURNING 1
 ), last AS (
     SELECT key, slot FROM picked ORDER BY key DESC, slot DESC LIMIT 1
-)
-SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM folded),
-       (SELECT key FROM last), (SELECT slot FROM last)`
+)`

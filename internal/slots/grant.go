@@ -45,22 +45,27 @@ func takeGrants(p *part) *grantBatch {
 // writeGrants tells the lanes writeBatch advanced by the transaction that
 // wrote their watermark row (xmin is this transaction), so it needs no
 // second copy of the watermark logic.
-func (s *Store) writeWithGrants(ctx context.Context, p *part, g *grantBatch, scan func(pgx.Row) error, args ...any) error {
+func (s *Store) writeWithGrants(ctx context.Context, p *part, g *grantBatch, query string, scan func(pgx.Row) error, args ...any) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := scan(tx.QueryRow(ctx, writeBatch, args...)); err != nil {
+		if err := scan(tx.QueryRow(ctx, query, args...)); err != nil {
 			return err
 		}
-		var leases, recorded int
-		if err := tx.QueryRow(ctx, writeGrants, p.lanes, g.leases, g.units, g.lanes).Scan(&leases, &recorded); err != nil {
-			return fmt.Errorf("record budget grants: %w", err)
-		}
-		// recorded < leases only if a lease row was deleted before its
-		// grants were recorded: its holder deletes it only after flushing
-		// its journal, so only a journal restored from an old snapshot
-		// gets here. Failing would stop every round for good; the grants
-		// are dropped (README: a restored journal voids the guarantee).
-		return nil
+		return recordGrants(ctx, tx, p.lanes, g)
 	})
+}
+
+// recordGrants runs writeGrants in tx, after tx advanced the lanes.
+func recordGrants(ctx context.Context, tx pgx.Tx, lanes []string, g *grantBatch) error {
+	var leases, recorded int
+	if err := tx.QueryRow(ctx, writeGrants, lanes, g.leases, g.units, g.lanes).Scan(&leases, &recorded); err != nil {
+		return fmt.Errorf("record budget grants: %w", err)
+	}
+	// recorded < leases only if a lease row was deleted before its
+	// grants were recorded: its holder deletes it only after flushing
+	// its journal, so only a journal restored from an old snapshot
+	// gets here. Failing would stop every round for good; the grants
+	// are dropped (README: a restored journal voids the guarantee).
+	return nil
 }
 
 // writeGrants records grants against their leases: size shrinks (it

@@ -17,6 +17,11 @@ type Estimate struct {
 	Wide *big.Int
 	// Var is the variance of the sampled increments in the total.
 	Var float64
+	// Expires is when the key expires, in unix milliseconds; 0 for none.
+	// A key already expired reads as 0 with Expires 0: its stored rows
+	// are the previous life's, which its next write or the rollup
+	// removes (see expire.go).
+	Expires int64
 }
 
 // Snapshot is what one read saw: each key's stored estimate and, for each
@@ -49,10 +54,14 @@ func (s *Store) Read(ctx context.Context, keys []string, ids []Identity) (Snapsh
 		wide  *string
 		v     float64
 		seqs  []int64
+		exp   *int64
 	)
-	_, err = pgx.ForEachRow(rows, []any{&ord, &total, &wide, &v, &seqs}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&ord, &total, &wide, &v, &seqs, &exp}, func() error {
 		e := &snap.Estimates[ord-1]
 		e.Var = v
+		if exp != nil {
+			e.Expires = *exp
+		}
 		switch {
 		case total != nil:
 			e.Total = *total
@@ -101,20 +110,27 @@ func (s *Store) Totals(ctx context.Context, keys []string) ([]int64, error) {
 
 // readEstimates is counter_estimates for a list of keys, written per key
 // so each is an index lookup rather than an aggregate over the whole view,
-// with the watermarks of the lanes in $2 on the first row.
+// with the watermarks of the lanes in $2 on the first row, and each key's
+// expiry (unix ms; a key past it reads as 0 with no expiry).
 var readEstimates = `
 SELECT k.ord,
        CASE WHEN e.total BETWEEN -9223372036854775808 AND 9223372036854775807 THEN e.total::bigint END,
        CASE WHEN e.total NOT BETWEEN -9223372036854775808 AND 9223372036854775807 THEN e.total::text END,
        e.var,
-       CASE WHEN k.ord = 1 THEN ` + readMarks(2) + ` END
+       CASE WHEN k.ord = 1 THEN ` + readMarks(2) + ` END,
+       CASE WHEN NOT x.gone THEN x.ms END
 FROM unnest($1::text[]) WITH ORDINALITY AS k(key, ord)
+LEFT JOIN LATERAL (
+    SELECT (extract(epoch FROM x.expires_at) * 1000)::bigint AS ms, x.expires_at <= now() AS gone
+    FROM counter_expiry x WHERE x.key = k.key
+) AS x ON true
 CROSS JOIN LATERAL (
     SELECT coalesce(sum(n), 0) AS total, coalesce(sum(v), 0)::float8 AS var FROM (
         SELECT c.total AS n, c.variance AS v FROM counters c WHERE c.key = k.key
         UNION ALL
         SELECT cs.count, cs.variance FROM counter_slots cs WHERE cs.key = k.key
     ) AS parts
+    WHERE x.gone IS NOT TRUE
 ) AS e`
 
 // Overflows returns how many keys have a rolled-up total beyond int64

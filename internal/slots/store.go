@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/counterd/counterd/internal/change"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -39,6 +41,14 @@ type Options struct {
 	// MaxAttempts bounds retries of a transaction that hit a deadlock or
 	// serialization failure (default 8).
 	MaxAttempts int
+	// Retention says how long key's buckets of a windowed kind are kept
+	// after they end (false: the key has no such window now; its bucket
+	// is kept until it ends). Nil keeps every bucket until it ends.
+	Retention func(key string, k change.Kind) (time.Duration, bool)
+	// KeyTTL, when set, is the idle retention of a key (0: none); each
+	// round that writes a key with one moves its expiry to now plus it
+	// (COUNTERD_KEY_TTL, see set.go).
+	KeyTTL func(key string) time.Duration
 }
 
 // Store reads and writes counters in PostgreSQL.
@@ -47,6 +57,8 @@ type Store struct {
 	slots       int
 	writers     int
 	maxAttempts int
+	retention   func(key string, k change.Kind) (time.Duration, bool)
+	keyTTL      keyTTLFunc
 }
 
 // New returns a Store over pool, which must have the schema migrated.
@@ -66,7 +78,8 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 8
 	}
-	return &Store{pool: pool, slots: opts.Slots, writers: opts.Writers, maxAttempts: opts.MaxAttempts}, nil
+	return &Store{pool: pool, slots: opts.Slots, writers: opts.Writers, maxAttempts: opts.MaxAttempts,
+		retention: opts.Retention, keyTTL: opts.KeyTTL}, nil
 }
 
 // Slots returns how many slot rows one key may spread over.

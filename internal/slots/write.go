@@ -51,8 +51,10 @@ func (s *Store) Apply(ctx context.Context, batch []change.Change) (ApplyResult, 
 // whose id (or a later one of the same generation) is already recorded is
 // skipped, so a batch retried after some or all of its transactions
 // committed, or replayed after a crash, is written once. On error some
-// lanes may be committed; retry with the same id. Keys must be unique and
-// of kind change.Total, or budget grants (change.Grant, see grant.go).
+// lanes may be committed; retry with the same id. Changes must be unique
+// per change.ID: totals, windowed kinds (write_buckets.go), Set and Expire
+// (set.go) and budget grants (grant.go); a key's changes share its lane
+// and transaction.
 func (s *Store) ApplyOnce(ctx context.Context, id BatchID, batch []change.Change) (ApplyResult, error) {
 	// A small batch is written faster by one transaction than by several
 	// that each pay a commit; identities are per lane, so the grouping
@@ -111,24 +113,40 @@ type laneChange struct {
 func (s *Store) write(ctx context.Context, seq int64, p *part, res *ApplyResult) (bool, error) {
 	slices.SortFunc(p.changes, func(a, b laneChange) int { return strings.Compare(a.Key, b.Key) })
 	grants := takeGrants(p) // budget grants are written by writeGrants, in the same transaction
+	if s.special(p) {
+		return s.writeTx(ctx, seq, p, grants, res) // SET, DEL, EXPIRE or COUNTERD_KEY_TTL: set.go
+	}
 	n := len(p.changes)
-	keys, deltas, vars := make([]string, n), make([]int64, n), make([]float64, n)
-	fallback, lanes := make([]int16, n), make([]int16, n)
-	for i, c := range p.changes {
+	keys, deltas, vars := make([]string, 0, n), make([]int64, 0, n), make([]float64, 0, n)
+	fallback, lanes := make([]int16, 0, n), make([]int16, 0, n)
+	var buckets bucketBatch
+	for _, c := range p.changes {
+		if c.Kind.Windowed() {
+			buckets.add(s, c)
+			continue
+		}
 		if c.Kind != change.Total {
 			return false, fmt.Errorf("write batch: key %q has kind %v, which this store cannot write", c.Key, c.Kind)
 		}
-		keys[i], deltas[i], vars[i], lanes[i] = c.Key, c.Delta, c.Var, c.lane
-		fallback[i] = int16(rand.IntN(s.slots))
+		keys, deltas, vars, lanes = append(keys, c.Key), append(deltas, c.Delta), append(vars, c.Var), append(lanes, c.lane)
+		fallback = append(fallback, int16(rand.IntN(s.slots)))
+	}
+	args := []any{pgx.QueryExecModeCacheDescribe, p.lanes, seq, keys, deltas, vars, fallback, lanes}
+	if buckets.len() > 0 {
+		args = append(args, buckets.args()...)
 	}
 	var doneLanes int
 	err := s.retry(ctx, &res.Attempts, func() error {
-		if grants != nil {
-			return s.writeWithGrants(ctx, p, grants, func(q pgx.Row) error { return q.Scan(&res.Updated, &res.Inserted, &doneLanes) },
-				pgx.QueryExecModeCacheDescribe, p.lanes, seq, keys, deltas, vars, fallback, lanes)
+		expiring, err := s.anyExpiry(ctx) // expire.go
+		if err != nil {
+			return err
 		}
-		return s.pool.QueryRow(ctx, writeBatch, pgx.QueryExecModeCacheDescribe, p.lanes, seq, keys, deltas, vars, fallback, lanes).
-			Scan(&res.Updated, &res.Inserted, &doneLanes)
+		query := writeStatement(expiring, buckets.len() > 0)
+		scan := func(r pgx.Row) error { return r.Scan(&res.Updated, &res.Inserted, &doneLanes) }
+		if grants != nil {
+			return s.writeWithGrants(ctx, p, grants, query, scan, args...)
+		}
+		return scan(s.pool.QueryRow(ctx, query, args...))
 	})
 	return err == nil && p.lanes != nil && doneLanes == len(p.lanes), err
 }
@@ -153,7 +171,16 @@ func (s *Store) write(ctx context.Context, seq int64, p *part, res *ApplyResult)
 // join), so a writer only ever waits while holding rows of smaller keys
 // and writers cannot form a lock cycle. Counts are numeric: no sum can
 // overflow, so no key can make a round fail.
-const writeBatch = `
+const writeBatch = writeHead + writeTail
+
+// writeTail counts what writeHead wrote.
+const writeTail = `
+SELECT count(*) FILTER (WHERE NOT created)::int, count(*) FILTER (WHERE created)::int,
+       (coalesce(cardinality($1::text[]), 0) - (SELECT count(*) FROM advanced))::int
+FROM written`
+
+// writeHead is writeBatch's common table expressions.
+const writeHead = `
 WITH advanced AS (
     INSERT INTO counterd_instances AS ci (instance, last_seq, updated_at)
     SELECT l, $2::bigint, now() FROM unnest($1::text[]) AS l ORDER BY l
@@ -180,7 +207,4 @@ WITH advanced AS (
     ON CONFLICT (key, slot) DO UPDATE
     SET count = cs.count + excluded.count, variance = cs.variance + excluded.variance
     RETURNING cs.xmax = 0 AS created
-)
-SELECT count(*) FILTER (WHERE NOT created)::int, count(*) FILTER (WHERE created)::int,
-       (coalesce(cardinality($1::text[]), 0) - (SELECT count(*) FROM advanced))::int
-FROM written`
+)`

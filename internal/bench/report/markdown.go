@@ -39,6 +39,8 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	ingest(b, r)
 	paced(b, r)
 	sustain(b, r)
+	windows(b, r)
+	budgetMarkdown(b, &r.BudgetPart)
 	return b.Flush()
 }
 

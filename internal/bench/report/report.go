@@ -36,6 +36,9 @@ const (
 	// Sustain cells are a long paced load on counterd with its metrics
 	// sampled over time.
 	Sustain = "sustain"
+	// Windows cells are counterd without time windows and with three
+	// (COUNTERD_WINDOWS), under the same load.
+	Windows = "windows"
 )
 
 // Row is one measured cell.
@@ -157,7 +160,12 @@ type Report struct {
 	// is divided by; "" for none.
 	Baseline string
 	Rows     []Row
+	// BudgetPart holds the budget and tickets sections.
+	BudgetPart
 }
+
+// Empty reports whether the run measured nothing at all.
+func (r *Report) Empty() bool { return len(r.Rows) == 0 && r.BudgetPart.empty() }
 
 // Files are the names Write creates in its directory; the sustain files
 // only for a report with a sustain row.
@@ -174,6 +182,8 @@ const (
 const (
 	CounterdLogFile = "counterd.log"
 	RedisLogFile    = "redis-server.log"
+	// BudgetLogFile is what the budget section's daemons printed.
+	BudgetLogFile = "counterd-budget.log"
 )
 
 type file struct {
@@ -190,6 +200,9 @@ func (r *Report) files() []file {
 	if len(section(r.Rows, Sustain)) > 0 {
 		out = append(out, file{SustainChartFile, WriteSustainChart}, file{SustainCSVFile, WriteSeriesCSV})
 	}
+	if !r.BudgetPart.empty() {
+		out = append(out, file{BudgetCSVFile, func(w io.Writer, r *Report) error { return WriteBudgetCSV(w, &r.BudgetPart) }})
+	}
 	return out
 }
 
@@ -203,14 +216,14 @@ func (r *Report) Files() []string {
 }
 
 // Write creates dir and writes the Markdown, CSV and charts into it. It
-// removes sustain files an earlier run left when r has none, so bench.md
+// removes sustain and budget files an earlier run left when r has none, so bench.md
 // and the files beside it always come from the same run.
 func Write(dir string, r *Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	files := r.files()
-	for _, stale := range []string{SustainChartFile, SustainCSVFile} {
+	for _, stale := range []string{SustainChartFile, SustainCSVFile, BudgetCSVFile} {
 		if !slices.ContainsFunc(files, func(f file) bool { return f.name == stale }) {
 			if err := os.Remove(filepath.Join(dir, stale)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("remove stale %s: %w", stale, err)

@@ -1,0 +1,319 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/pending"
+	"github.com/counterd/counterd/internal/resp"
+)
+
+// DEL, SET, EXPIRE and friends. Each is accepted like an increment: as a
+// change in the journal before the reply (change.Set, change.Expire), and
+// committed in order with the rounds. A key "exists" when its total, as
+// GET reads it, is not 0: a counter at 0 and a key never counted are the
+// same thing. DEL, EXPIRE, TTL and PERSIST read the key first for their
+// reply (and EXPIRE and PERSIST do nothing to a key that does not exist);
+// that read and the change are not atomic, so under concurrent increments
+// the reply is advisory while the change itself is exact.
+
+// resetCmds are the commands of this file, in the command table.
+var resetCmds = []*cmdSpec{
+	{name: "del", arity: -2, flags: []string{"write"}, firstKey: 1, lastKey: -1, step: 1,
+		keyFlags: []string{"RM", "DELETE"}, acl: []string{"@keyspace", "@write", "@slow"},
+		group: "generic", since: "1.0.0", complexity: "O(N) where N is the number of keys",
+		summary: "Zeroes counters: what is committed for them now and this daemon's pending increments are removed; replies how many were not 0."},
+	{name: "set", arity: -3, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@string", "@slow"},
+		group: "string", since: "1.0.0", complexity: "O(1)",
+		summary: "Sets a counter to an integer, as DEL then INCRBY would; EX, PX, EXAT and PXAT set its expiry."},
+	expireSpec("expire", "Sets a counter's expiry in seconds; replies 1, or 0 if the counter is 0."),
+	expireSpec("pexpire", "Sets a counter's expiry in milliseconds (rounded up to whole seconds)."),
+	expireSpec("expireat", "Sets a counter's expiry as a unix time in seconds."),
+	expireSpec("pexpireat", "Sets a counter's expiry as a unix time in milliseconds (rounded up to whole seconds)."),
+	ttlSpec("ttl", "Returns a counter's time to live in seconds: -1 without expiry, -2 if it is 0."),
+	ttlSpec("pttl", "Returns a counter's time to live in milliseconds: -1 without expiry, -2 if it is 0."),
+	{name: "persist", arity: 2, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "UPDATE"}, acl: []string{"@keyspace", "@write", "@fast"},
+		group: "generic", since: "2.2.0", complexity: "O(1)",
+		summary: "Removes a counter's expiry; replies 1, or 0 if it had none."},
+}
+
+func expireSpec(name, summary string) *cmdSpec {
+	return &cmdSpec{name: name, arity: 3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "UPDATE"}, acl: []string{"@keyspace", "@write", "@fast"},
+		group: "generic", since: "1.0.0", complexity: "O(1)", summary: summary}
+}
+
+func ttlSpec(name, summary string) *cmdSpec {
+	return &cmdSpec{name: name, arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@keyspace", "@read", "@fast"},
+		group: "generic", since: "1.0.0", complexity: "O(1)", summary: summary}
+}
+
+func init() { commandTable = append(commandTable, resetCmds...) }
+
+// resetCommand answers the commands of this file and reports whether args
+// was one of them.
+func (s *Server) resetCommand(ctx context.Context, out []byte, args [][]byte) ([]byte, bool) {
+	name := args[0]
+	switch {
+	case is(name, "DEL"):
+		return s.del(ctx, out, args[1:]), true
+	case is(name, "SET"):
+		items, msg := parseSet(args, s.now())
+		if msg != "" {
+			s.m.commandErrors.Inc()
+			return resp.AppendError(out, msg), true
+		}
+		if msg := s.acceptAll(ctx, items); msg != "" {
+			return resp.AppendError(out, msg), true
+		}
+		return resp.AppendOK(out), true
+	case is(name, "EXPIRE"), is(name, "PEXPIRE"), is(name, "EXPIREAT"), is(name, "PEXPIREAT"):
+		return s.expire(ctx, out, args), true
+	case is(name, "TTL"), is(name, "PTTL"):
+		return s.ttl(ctx, out, args[1], is(name, "PTTL")), true
+	case is(name, "PERSIST"):
+		return s.persist(ctx, out, args[1]), true
+	}
+	return out, false
+}
+
+// now is the server's clock for expiry times.
+func (s *Server) now() time.Time { return time.Now() }
+
+// acceptAll accepts items as one journal record, all or none, and waits
+// for what the acknowledgement mode promises; it returns the error reply,
+// or "" once accepted.
+func (s *Server) acceptAll(ctx context.Context, items []change.Change) string {
+	errs := make([]error, len(items))
+	tk, err := s.buf.AddAll(items, errs)
+	if err == nil {
+		err = s.confirm(ctx, tk)
+	}
+	if err == nil {
+		return ""
+	}
+	s.m.commandErrors.Inc()
+	if errors.Is(err, pending.ErrNotAll) {
+		for _, e := range errs {
+			if e != nil {
+				return itemError(e)
+			}
+		}
+	}
+	return groupError(err)
+}
+
+// read returns keys' estimates as GET sees them, or the error reply.
+func (s *Server) read(ctx context.Context, keys []string) ([]pending.Estimate, string) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	est, err := s.buf.Estimates(ctx, keys)
+	if err != nil {
+		s.m.commandErrors.Inc()
+		return nil, fmt.Sprintf("ERR read totals: %v", err)
+	}
+	return est, ""
+}
+
+// keyNames checks keys and copies them.
+func keyNames(keys [][]byte) ([]string, string) {
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		if err := checkKey(k); err != nil {
+			return nil, err.Error()
+		}
+		names[i] = string(k)
+	}
+	return names, ""
+}
+
+func (s *Server) del(ctx context.Context, out []byte, keys [][]byte) []byte {
+	names, msg := keyNames(keys)
+	if msg != "" {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, msg)
+	}
+	est, msg := s.read(ctx, names)
+	if msg != "" {
+		return resp.AppendError(out, msg)
+	}
+	items := make([]change.Change, len(names))
+	existed := int64(0)
+	for i, k := range names {
+		items[i] = change.Change{Key: k, Kind: change.Set}
+		if est[i].Total != 0 {
+			existed++
+		}
+	}
+	if msg := s.acceptAll(ctx, items); msg != "" {
+		return resp.AppendError(out, msg)
+	}
+	return resp.AppendInt(out, existed)
+}
+
+// parseSet parses SET key n [EX s | PX ms | EXAT t | PXAT t] into its
+// changes: a Set, and an Expire when an option is given (an expiry
+// already past makes it a DEL, as a key that expired at once).
+func parseSet(args [][]byte, now time.Time) ([]change.Change, string) {
+	if err := checkKey(args[1]); err != nil {
+		return nil, err.Error()
+	}
+	n, ok := resp.ParseInt(args[2])
+	if !ok {
+		return nil, errNotInt
+	}
+	items := []change.Change{{Key: string(args[1]), Kind: change.Set, Delta: n}}
+	switch len(args) {
+	case 3:
+		return items, ""
+	case 5:
+	default:
+		return nil, "ERR syntax error: counterd's SET takes key, integer and at most one of EX, PX, EXAT, PXAT with its time"
+	}
+	opt := bytes.ToUpper(args[3])
+	t, ok := resp.ParseInt(args[4])
+	if !ok {
+		return nil, errNotInt
+	}
+	var at int64
+	switch string(opt) {
+	case "EX", "PX", "EXAT", "PXAT":
+		if t <= 0 {
+			return nil, "ERR invalid expire time in 'set' command"
+		}
+		var okAt bool
+		at, okAt = expiryAt(string(opt), t, now)
+		if !okAt {
+			return nil, "ERR invalid expire time in 'set' command"
+		}
+	default:
+		return nil, fmt.Sprintf("ERR SET option %q is not supported by counterd (only EX, PX, EXAT and PXAT)", opt)
+	}
+	if at <= now.Unix() {
+		items[0].Delta = 0
+		return items, ""
+	}
+	return append(items, change.Change{Key: items[0].Key, Kind: change.Expire, Delta: at}), ""
+}
+
+// expiryAt converts an expiry given to SET or the EXPIRE family into a
+// unix second, rounding milliseconds up. It reports false for a time out
+// of range.
+func expiryAt(unit string, t int64, now time.Time) (int64, bool) {
+	const maxSec = 1 << 40 // far beyond any date PostgreSQL's to_timestamp takes badly
+	switch unit {
+	case "EX", "EXPIRE":
+		if t > maxSec || t < -maxSec {
+			return 0, false
+		}
+		return now.Unix() + t, true
+	case "PX", "PEXPIRE":
+		if t > maxSec*1000 || t < -maxSec*1000 {
+			return 0, false
+		}
+		return ceilSec(now.UnixMilli() + t), true
+	case "EXAT", "EXPIREAT":
+		return t, t <= maxSec && t >= -maxSec
+	case "PXAT", "PEXPIREAT":
+		return ceilSec(t), t <= maxSec*1000 && t >= -maxSec*1000
+	}
+	return 0, false
+}
+
+func ceilSec(ms int64) int64 {
+	s := ms / 1000
+	if ms%1000 > 0 {
+		s++
+	}
+	return s
+}
+
+// expire answers EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT key t: 0 for a
+// key that does not exist; else 1, having set the expiry, or deleted the
+// key when the time is already past (as Redis does).
+func (s *Server) expire(ctx context.Context, out []byte, args [][]byte) []byte {
+	if err := checkKey(args[1]); err != nil {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, err.Error())
+	}
+	t, ok := resp.ParseInt(args[2])
+	if !ok {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, errNotInt)
+	}
+	now := s.now()
+	at, ok := expiryAt(string(bytes.ToUpper(args[0])), t, now)
+	if !ok {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, "ERR invalid expire time in '"+string(bytes.ToLower(args[0]))+"' command")
+	}
+	key := string(args[1])
+	est, msg := s.read(ctx, []string{key})
+	if msg != "" {
+		return resp.AppendError(out, msg)
+	}
+	if est[0].Total == 0 {
+		return resp.AppendInt(out, 0)
+	}
+	item := change.Change{Key: key, Kind: change.Expire, Delta: at}
+	if at <= now.Unix() {
+		item = change.Change{Key: key, Kind: change.Set}
+	}
+	if msg := s.acceptAll(ctx, []change.Change{item}); msg != "" {
+		return resp.AppendError(out, msg)
+	}
+	return resp.AppendInt(out, 1)
+}
+
+// ttl answers TTL and PTTL: -2 for a key that does not exist, -1 for one
+// without expiry, else the time left (TTL rounded to the nearest second,
+// as Redis).
+func (s *Server) ttl(ctx context.Context, out, key []byte, ms bool) []byte {
+	if err := checkKey(key); err != nil {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, err.Error())
+	}
+	est, msg := s.read(ctx, []string{string(key)})
+	if msg != "" {
+		return resp.AppendError(out, msg)
+	}
+	e := est[0]
+	switch {
+	case e.Total == 0:
+		return resp.AppendInt(out, -2)
+	case e.Expires == 0:
+		return resp.AppendInt(out, -1)
+	}
+	left := max(e.Expires-s.now().UnixMilli(), 0)
+	if ms {
+		return resp.AppendInt(out, left)
+	}
+	return resp.AppendInt(out, (left+500)/1000)
+}
+
+// persist answers PERSIST key: 1 if it removed an expiry, else 0.
+func (s *Server) persist(ctx context.Context, out, key []byte) []byte {
+	if err := checkKey(key); err != nil {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, err.Error())
+	}
+	k := string(key)
+	est, msg := s.read(ctx, []string{k})
+	if msg != "" {
+		return resp.AppendError(out, msg)
+	}
+	if est[0].Total == 0 || est[0].Expires == 0 {
+		return resp.AppendInt(out, 0)
+	}
+	if msg := s.acceptAll(ctx, []change.Change{{Key: k, Kind: change.Expire}}); msg != "" {
+		return resp.AppendError(out, msg)
+	}
+	return resp.AppendInt(out, 1)
+}

@@ -1,0 +1,163 @@
+package slots
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/counterd/counterd/internal/change"
+)
+
+// BucketValue is one bucket's stored count.
+type BucketValue struct {
+	Start int64 // unix seconds
+	Total int64
+	Var   float64
+}
+
+// BucketSnapshot is what one bucket read saw: a key's stored buckets and
+// the lanes' watermarks of the identities asked about, from one snapshot.
+type BucketSnapshot struct {
+	Buckets []BucketValue // only buckets with rows, in no order
+	Marks   []Marks
+}
+
+// ReadBuckets returns, in one statement, key's stored buckets of kind k
+// that start from from through to (unix seconds), and the watermarks of
+// ids' lanes, so a caller can add the rounds it holds exactly as Read's
+// callers do. A bucket beyond int64 is an error wrapping ErrOverflow.
+func (s *Store) ReadBuckets(ctx context.Context, key string, k change.Kind, from, to int64, ids []Identity) (BucketSnapshot, error) {
+	var snap BucketSnapshot
+	names, legacy := markNames(ids)
+	rows, err := s.pool.Query(ctx, readBuckets, key, int16(k), time.Unix(from, 0), time.Unix(to, 0), names, legacy)
+	if err != nil {
+		return snap, fmt.Errorf("read buckets: %w", err)
+	}
+	var (
+		start *int64
+		total *string
+		v     *float64
+		seqs  []int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&start, &total, &v, &seqs}, func() error {
+		if start == nil {
+			var merr error
+			snap.Marks, merr = toMarks(seqs, len(ids))
+			return merr
+		}
+		n, err := parseCount(key, total)
+		if err != nil {
+			return err
+		}
+		snap.Buckets = append(snap.Buckets, BucketValue{Start: *start, Total: n, Var: *v})
+		return nil
+	})
+	if err != nil {
+		return snap, fmt.Errorf("read buckets: %w", err)
+	}
+	return snap, nil
+}
+
+// KeyTotal is a key's count over a range of buckets.
+type KeyTotal struct {
+	Key   string
+	Total int64
+}
+
+// TopSnapshot is what one trending read saw.
+type TopSnapshot struct {
+	// Top is counter_trending's answer, largest first.
+	Top []KeyTotal
+	// Keys is the stored count of each key asked about, in order.
+	Keys  []int64
+	Marks []Marks
+}
+
+// ReadTop returns, in one statement, the n keys starting with prefix with
+// the largest stored count over the buckets of kind k that start at or
+// after since (counter_trending), the stored counts of keys over the same
+// buckets, and the watermarks of ids' lanes.
+func (s *Store) ReadTop(ctx context.Context, prefix string, k change.Kind, since int64, n int, keys []string, ids []Identity) (TopSnapshot, error) {
+	snap := TopSnapshot{Keys: make([]int64, len(keys))}
+	names, legacy := markNames(ids)
+	rows, err := s.pool.Query(ctx, readTop, prefix, k.String(), time.Unix(since, 0), n, keys, names, legacy)
+	if err != nil {
+		return snap, fmt.Errorf("read trending: %w", err)
+	}
+	var (
+		part  int
+		ord   *int64
+		key   *string
+		total *string
+		seqs  []int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&part, &ord, &key, &total, &seqs}, func() error {
+		switch part {
+		case 0:
+			var merr error
+			snap.Marks, merr = toMarks(seqs, len(ids))
+			return merr
+		case 1:
+			n, err := parseCount(*key, total)
+			if err != nil {
+				return err
+			}
+			snap.Top = append(snap.Top, KeyTotal{Key: *key, Total: n})
+		default:
+			n, err := parseCount(*key, total)
+			if err != nil {
+				return err
+			}
+			snap.Keys[*ord-1] = n
+		}
+		return nil
+	})
+	if err != nil {
+		return snap, fmt.Errorf("read trending: %w", err)
+	}
+	return snap, nil
+}
+
+// parseCount reads a count sent as text (NULL: beyond int64, as the
+// public functions show it).
+func parseCount(key string, s *string) (int64, error) {
+	if s == nil {
+		return 0, fmt.Errorf("count of %q: %w", key, ErrOverflow)
+	}
+	n, err := strconv.ParseInt(*s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("count of %q is %s: %w", key, *s, ErrOverflow)
+	}
+	return n, nil
+}
+
+// readBuckets is one key's buckets of one width in a range, from the
+// primary keys of both bucket tables, with the watermarks of the lanes in
+// $5 on a row of their own (start NULL).
+var readBuckets = `
+SELECT NULL::bigint, NULL::text, NULL::float8, ` + readMarks(5) + `
+UNION ALL
+SELECT extract(epoch FROM p.bucket_start)::bigint, sum(p.n)::text, sum(p.v)::float8, NULL
+FROM (
+    SELECT r.bucket_start, r.total AS n, r.variance AS v FROM counter_bucket_rows r
+    WHERE r.key = $1 AND r.width = $2 AND r.bucket_start BETWEEN $3 AND $4
+    UNION ALL
+    SELECT s.bucket_start, s.count, s.variance FROM counter_bucket_slots s
+    WHERE s.key = $1 AND s.width = $2 AND s.bucket_start BETWEEN $3 AND $4
+) AS p
+GROUP BY p.bucket_start`
+
+// readTop is counter_trending (part 1), counter_sum_since of each key in
+// $5 (part 2, with its 1-based position) and the watermarks of the lanes
+// in $6 (part 0), in one statement.
+var readTop = `
+SELECT 0, NULL::bigint, NULL::text, NULL::text, ` + readMarks(6) + `
+UNION ALL
+SELECT 1, NULL, t.key, t.total::text, NULL FROM counter_trending($1, $2, $3, $4) AS t
+UNION ALL
+SELECT 2, k.ord, k.key, e.total::text, NULL
+FROM unnest($5::text[]) WITH ORDINALITY AS k(key, ord)
+CROSS JOIN LATERAL counter_sum_since(k.key, $2, $3) AS e`

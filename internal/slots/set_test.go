@@ -1,0 +1,246 @@
+package slots_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/slots"
+)
+
+// A Set's compensation is exact: after it the key totals n, whatever slot
+// rows and base row held it, while folds run all along and move slot rows
+// into counters under it. Other keys keep their increments.
+func TestSetExactUnderConcurrentFold(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	var foldErr error
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			if _, err := s.Fold(ctx, slots.FoldOptions{Chunk: 3}); err != nil && ctx.Err() == nil {
+				foldErr = err
+				return
+			}
+		}
+	})
+	rng := rand.New(rand.NewPCG(3, 4))
+	id := slots.Identity{Instance: "set"}
+	var other int64
+	seq := uint64(0)
+	for i := range 60 {
+		// Increments over several slot rows (separate writers), then a SET.
+		for range 3 {
+			d := rng.Int64N(100) - 30
+			other += 2
+			seq++
+			if _, err := s.ApplyOnce(ctx, slots.BatchID{Identity: id, Seq: seq}, []change.Change{
+				{Key: "k", Kind: change.Total, Delta: d, Var: 2}, {Key: "other", Kind: change.Total, Delta: 2},
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n := int64(i*7 - 100)
+		seq++
+		if _, err := s.ApplyOnce(ctx, slots.BatchID{Identity: id, Seq: seq}, []change.Change{{Key: "k", Kind: change.Set, Delta: n}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := total(t, db, "k"); got != n {
+			t.Fatalf("after SET k %d (round %d): got %d; want %d", n, i, got, n)
+		}
+		est, err := s.Estimates(ctx, []string{"k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if est[0].Var != 0 {
+			t.Fatalf("variance after SET: got %v; want 0", est[0].Var)
+		}
+	}
+	cancel()
+	wg.Wait()
+	if foldErr != nil {
+		t.Fatal(foldErr)
+	}
+	if got := total(t, db, "other"); got != other {
+		t.Fatalf("other key: got %d; want %d", got, other)
+	}
+}
+
+// A Set round retried or replayed is written once, like increments: the
+// second write would compensate against the new value and still give n,
+// but an increment committed in between must not be wiped.
+func TestSetExactlyOnce(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t, 4)
+	ctx := context.Background()
+	a := slots.BatchID{Identity: slots.Identity{Instance: "a"}, Seq: 1}
+	b := slots.BatchID{Identity: slots.Identity{Instance: "b"}, Seq: 1}
+	mustApply(t, s, b, change.Change{Key: "k", Kind: change.Total, Delta: 10})
+	mustApply(t, s, a, change.Change{Key: "k", Kind: change.Set, Delta: 3})
+	b.Seq++
+	mustApply(t, s, b, change.Change{Key: "k", Kind: change.Total, Delta: 4})
+	res, err := s.ApplyOnce(ctx, a, []change.Change{{Key: "k", Kind: change.Set, Delta: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Duplicate {
+		t.Fatalf("replayed SET: got %+v; want a duplicate", res)
+	}
+	if got := total(t, db, "k"); got != 7 {
+		t.Fatalf("got %d; want 7 (SET 3, then +4 from another daemon)", got)
+	}
+}
+
+func mustApply(t *testing.T, s *slots.Store, id slots.BatchID, cs ...change.Change) {
+	t.Helper()
+	if _, err := s.ApplyOnce(context.Background(), id, cs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An expired key reads 0; the next write starts a new life from its delta
+// (lazily resetting what was stored); the rollup deletes expired keys in
+// chunks; PERSIST (Expire 0) removes an expiry.
+func TestExpiry(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t, 4)
+	ctx := context.Background()
+	id := slots.BatchID{Identity: slots.Identity{Instance: "e"}}
+	apply := func(cs ...change.Change) {
+		t.Helper()
+		id.Seq++
+		mustApply(t, s, id, cs...)
+	}
+	past := func(keys ...string) {
+		t.Helper()
+		if _, err := db.Pool.Exec(ctx, `UPDATE counter_expiry SET expires_at = now() - interval '1 second' WHERE key = ANY($1)`, keys); err != nil {
+			t.Fatal(err)
+		}
+	}
+	future := time.Now().Add(time.Hour).Unix()
+	apply(change.Change{Key: "a", Kind: change.Total, Delta: 5}, change.Change{Key: "b", Kind: change.Total, Delta: 6})
+	apply(change.Change{Key: "a", Kind: change.Expire, Delta: future}, change.Change{Key: "b", Kind: change.Expire, Delta: future})
+	est, err := s.Estimates(ctx, []string{"a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est[0].Total != 5 || est[0].Expires != future*1000 {
+		t.Fatalf("before expiry: got %+v; want total 5 expiring at %d", est[0], future*1000)
+	}
+	if _, err := s.Fold(ctx, slots.FoldOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	apply(change.Change{Key: "a", Kind: change.Total, Delta: 1}) // a slot row beside the base row
+	past("a", "b")
+	if got, _ := s.Totals(ctx, []string{"a", "b"}); got[0] != 0 || got[1] != 0 {
+		t.Fatalf("expired keys: got %v; want [0 0]", got)
+	}
+	apply(change.Change{Key: "a", Kind: change.Total, Delta: 2})
+	if got := total(t, db, "a"); got != 2 {
+		t.Fatalf("increment after expiry: got %d; want 2 (a new life)", got)
+	}
+	// The rollup deletes b, not a (whose expiry the write removed).
+	res, err := s.Expire(ctx, slots.ExpireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Keys != 1 {
+		t.Fatalf("expire pass: got %+v; want 1 key", res)
+	}
+	var rows int
+	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM counters WHERE key = 'b') + (SELECT count(*) FROM counter_slots WHERE key = 'b')`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 {
+		t.Fatalf("rows of the expired key left: %d", rows)
+	}
+	// PERSIST, and SET clears an expiry.
+	apply(change.Change{Key: "a", Kind: change.Expire, Delta: future}, change.Change{Key: "c", Kind: change.Expire, Delta: future})
+	apply(change.Change{Key: "a", Kind: change.Expire}, change.Change{Key: "c", Kind: change.Set, Delta: 9})
+	var left int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM counter_expiry`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Fatalf("expiry rows after PERSIST and SET: got %d; want 0", left)
+	}
+}
+
+// The rollup deletes expired keys in chunks of the size asked for.
+func TestExpireChunks(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t, 4)
+	ctx := context.Background()
+	var cs []change.Change
+	for i := range 25 {
+		k := fmt.Sprintf("k%02d", i)
+		cs = append(cs, change.Change{Key: k, Kind: change.Total, Delta: 1}, change.Change{Key: k, Kind: change.Expire, Delta: 4102444800})
+	}
+	cs = append(cs, change.Change{Key: "kept", Kind: change.Total, Delta: 1})
+	mustApply(t, s, slots.BatchID{Identity: slots.Identity{Instance: "c"}, Seq: 1}, cs...)
+	// Time passes: the rollup runs as of after the expiry (2100-01-01).
+	res, err := s.Expire(ctx, slots.ExpireOptions{Chunk: 10, Now: time.Unix(4102444800, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Keys != 25 || res.Chunks != 3 {
+		t.Fatalf("got %+v; want 25 keys in 3 chunks", res)
+	}
+	var n int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM counter_totals`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("keys left: got %d; want 1", n)
+	}
+}
+
+// COUNTERD_KEY_TTL: each round that writes a matching key moves its idle
+// expiry to now plus the retention; an explicit expiry wins; keys that do
+// not match get no row.
+func TestKeyTTL(t *testing.T) {
+	t.Parallel()
+	_, db := newStore(t, 4)
+	ctx := context.Background()
+	s, err := slots.New(db.Pool, slots.Options{KeyTTL: func(k string) time.Duration {
+		if k[0] == 's' {
+			return time.Hour
+		}
+		return 0
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := slots.BatchID{Identity: slots.Identity{Instance: "ttl"}, Seq: 1}
+	explicit := time.Now().Add(10 * time.Hour).Unix()
+	mustApply(t, s, id, change.Change{Key: "s1", Kind: change.Total, Delta: 1}, change.Change{Key: "s2", Kind: change.Set, Delta: 4},
+		change.Change{Key: "s3", Kind: change.Total, Delta: 1}, change.Change{Key: "s3", Kind: change.Expire, Delta: explicit},
+		change.Change{Key: "p1", Kind: change.Total, Delta: 1})
+	rows, err := db.Pool.Query(ctx, `SELECT key, round(extract(epoch FROM expires_at - now()) / 60)::int, idle IS NOT NULL FROM counter_expiry ORDER BY key`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		key  string
+		mins int
+		idle bool
+	}
+	var got []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.key, &r.mins, &r.idle); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	want := []row{{"s1", 60, true}, {"s2", 60, true}, {"s3", 600, false}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("expiry rows: got %v; want %v", got, want)
+	}
+}

@@ -1,0 +1,100 @@
+package slots
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// bucketBatch is the windowed changes of one transaction's part, as the
+// arrays writeBatchBuckets takes.
+type bucketBatch struct {
+	rows []bucketRow
+}
+
+type bucketRow struct {
+	key      string
+	width    int16
+	start    time.Time
+	n        int64
+	v        float64
+	fallback int16
+	lane     int16
+	keep     time.Time
+}
+
+// add queues c, a windowed change, with its random fallback slot and the
+// time its bucket may be deleted: the bucket's end plus its key's
+// retention now.
+func (b *bucketBatch) add(s *Store, c laneChange) {
+	start := time.Unix(c.Bucket, 0).UTC()
+	keep := start.Add(c.Kind.Width())
+	if s.retention != nil {
+		if d, ok := s.retention(c.Key, c.Kind); ok {
+			keep = keep.Add(d)
+		}
+	}
+	b.rows = append(b.rows, bucketRow{key: c.Key, width: int16(c.Kind), start: start, n: c.Delta, v: c.Var,
+		fallback: int16(rand.IntN(s.slots)), lane: c.lane, keep: keep})
+}
+
+func (b *bucketBatch) len() int { return len(b.rows) }
+
+// args sorts the rows by primary key, the order every writer locks them
+// in, and returns them as $8..$15 of writeBatchBuckets.
+func (b *bucketBatch) args() []any {
+	slices.SortFunc(b.rows, func(x, y bucketRow) int {
+		return cmp.Or(strings.Compare(x.key, y.key), cmp.Compare(x.width, y.width), x.start.Compare(y.start))
+	})
+	n := len(b.rows)
+	var (
+		keys            = make([]string, n)
+		widths, fb, lns = make([]int16, n), make([]int16, n), make([]int16, n)
+		starts, keeps   = make([]time.Time, n), make([]time.Time, n)
+		deltas          = make([]int64, n)
+		vars            = make([]float64, n)
+	)
+	for i, r := range b.rows {
+		keys[i], widths[i], starts[i], deltas[i], vars[i], fb[i], lns[i], keeps[i] =
+			r.key, r.width, r.start, r.n, r.v, r.fallback, r.lane, r.keep
+	}
+	return []any{keys, widths, starts, deltas, vars, fb, lns, keeps}
+}
+
+// writeBatchBuckets is writeBatch with the round's bucket changes written
+// by a second INSERT in the same statement, so they commit with the
+// totals and the lanes' watermarks, exactly once. Each bucket change adds
+// to the first unheld slot row of its key, width and bucket (SKIP
+// LOCKED), else upserts into its random slot, in primary key order, as
+// totals do; keep_until keeps the latest of the writes'.
+const writeBatchBuckets = writeHead + writeBucketsTail
+
+// writeBucketsTail is the bucket insert and the count of both inserts.
+const writeBucketsTail = `, bucket_written AS (
+    INSERT INTO counter_bucket_slots AS bs (key, width, bucket_start, slot, count, variance, keep_until)
+    SELECT b.key, b.width, b.bucket_start, coalesce(f.slot, b.fallback), b.n, b.v, b.keep_until
+    FROM unnest($8::text[], $9::smallint[], $10::timestamptz[], $11::bigint[], $12::float8[],
+                $13::smallint[], $14::smallint[], $15::timestamptz[])
+        AS b(key, width, bucket_start, n, v, fallback, lane, keep_until)
+    LEFT JOIN LATERAL (
+        SELECT s.slot FROM counter_bucket_slots s
+        WHERE s.key = b.key AND s.width = b.width AND s.bucket_start = b.bucket_start
+        ORDER BY s.slot
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    ) AS f ON true
+    WHERE $1::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane]
+    ON CONFLICT (key, width, bucket_start, slot) DO UPDATE
+    SET count = bs.count + excluded.count, variance = bs.variance + excluded.variance,
+        keep_until = greatest(bs.keep_until, excluded.keep_until)
+    RETURNING bs.xmax = 0 AS created
+), all_written AS (
+    SELECT created FROM written
+    UNION ALL
+    SELECT created FROM bucket_written
+)
+SELECT count(*) FILTER (WHERE NOT created)::int, count(*) FILTER (WHERE created)::int,
+       (coalesce(cardinality($1::text[]), 0) - (SELECT count(*) FROM advanced))::int
+FROM all_written`

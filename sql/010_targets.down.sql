@@ -1,0 +1,1 @@
+DROP FUNCTION counter_unfolded(text[]);
