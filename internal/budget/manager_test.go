@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -147,5 +148,69 @@ func TestReserve(t *testing.T) {
 	m.Unreserve(g)
 	if g2, ok := m.Reserve("k", minLease-1); !ok || g2.Bucket != g.Bucket {
 		t.Fatalf("Reserve after Unreserve: %+v, %v; want the units back in lease %d", g2, ok, g.Bucket)
+	}
+}
+
+// While PostgreSQL is down, TAKE keeps granting from the lease in hand,
+// then replies ErrUnavailable (never 0, which means exhausted).
+func TestTakeFromLeaseWhileDatabaseDown(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.StartServer(t)
+	db := pgtest.New(t, pgtest.Options{URL: srv.URL, MaxConns: 4})
+	var mu sync.Mutex
+	var recorded int64
+	m := New(NewStore(db.Pool), Options{
+		Holder: "h1",
+		TTL:    time.Minute,
+		Now:    (&clock{now: time.Now()}).Now,
+		Record: func(c change.Change) (func(context.Context) error, error) {
+			mu.Lock()
+			recorded += c.Delta // the journal, which needs no database
+			mu.Unlock()
+			return func(context.Context) error { return nil }, nil
+		},
+		Replayed: func(context.Context) error { return nil },
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for !m.Ready() {
+		time.Sleep(time.Millisecond) // recover is one statement
+	}
+	if _, err := m.Add(ctx, "k", 1000); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := m.Take(ctx, "k", 1); n != 1 || err != nil {
+		t.Fatalf("TAKE with PostgreSQL up: %d, %v", n, err)
+	}
+	srv.Stop("immediate")
+	defer srv.Start() // for the schema's cleanup
+	var granted int64
+	for i := 0; ; i++ {
+		if i > 1000 {
+			t.Fatalf("%d grants with PostgreSQL down; a lease of a 1,000 budget is at most 250", granted)
+		}
+		tctx, tcancel := context.WithTimeout(ctx, 5*time.Second)
+		n, err := m.Take(tctx, "k", 1)
+		tcancel()
+		if err != nil {
+			if !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("TAKE after %d grants: %v; want ErrUnavailable", granted, err)
+			}
+			break
+		}
+		if n != 1 {
+			t.Fatalf("TAKE with PostgreSQL down: %d; want 1 from the lease, or an error", n)
+		}
+		granted++
+	}
+	if granted == 0 {
+		t.Error("no grant from the lease in hand while PostgreSQL was down (the first lease is at least 4 units)")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if recorded != granted+1 {
+		t.Errorf("recorded %d grants; want %d", recorded, granted+1)
 	}
 }
