@@ -155,15 +155,7 @@ func (b *batchArrays) add(c change.Change, slots int) {
 
 // advanceLanes moves the watermark of each lane in $1 to $2 where it was
 // below, and says per lane whether it moved (writeBatch's advanced/fresh).
-const advanceLanes = `
-WITH advanced AS (
-    INSERT INTO counterd_instances AS ci (instance, last_seq, updated_at)
-    SELECT l, $2::bigint, now() FROM unnest($1::text[]) AS l ORDER BY l
-    ON CONFLICT (instance) DO UPDATE
-    SET last_seq = excluded.last_seq, updated_at = excluded.updated_at
-    WHERE ci.last_seq < excluded.last_seq
-    RETURNING ci.instance
-)
+const advanceLanes = advancedCTE + `
 SELECT array_agg(l.name IN (SELECT instance FROM advanced) ORDER BY l.ord)
 FROM unnest($1::text[]) WITH ORDINALITY AS l(name, ord)`
 

@@ -179,8 +179,9 @@ SELECT count(*) FILTER (WHERE NOT created)::int, count(*) FILTER (WHERE created)
        (coalesce(cardinality($1::text[]), 0) - (SELECT count(*) FROM advanced))::int
 FROM written`
 
-// writeHead is writeBatch's common table expressions.
-const writeHead = `
+// advancedCTE moves the watermark of each lane in $1 to $2 where it was
+// below and returns the lanes it moved.
+const advancedCTE = `
 WITH advanced AS (
     INSERT INTO counterd_instances AS ci (instance, last_seq, updated_at)
     SELECT l, $2::bigint, now() FROM unnest($1::text[]) AS l ORDER BY l
@@ -188,7 +189,10 @@ WITH advanced AS (
     SET last_seq = excluded.last_seq, updated_at = excluded.updated_at
     WHERE ci.last_seq < excluded.last_seq
     RETURNING ci.instance
-), fresh AS (
+)`
+
+// writeHead is writeBatch's common table expressions.
+const writeHead = advancedCTE + `, fresh AS (
     SELECT array_agg(l.name IN (SELECT instance FROM advanced) ORDER BY l.ord) AS lanes
     FROM unnest($1::text[]) WITH ORDINALITY AS l(name, ord)
 ), written AS (
