@@ -21,6 +21,9 @@ fi
 export COUNTERD_SOCKET
 export COUNTERD_METRICS_ADDR=${COUNTERD_METRICS_ADDR:-127.0.0.1:0}
 export COUNTERD_JOURNAL_DIR=${COUNTERD_JOURNAL_DIR:-$PWD/.journal}
+# The demo counts post:* keys per minute, hour and day too (COUNT ...
+# SINCE, RANGE, TOP); set COUNTERD_WINDOWS= to turn that off.
+export COUNTERD_WINDOWS=${COUNTERD_WINDOWS-post:*=minute:2h,hour:14d,day:400d}
 # Fold often, so the demo shows slot rows moving into counters.
 export ROLLUP_SCHEDULE=${ROLLUP_SCHEDULE:-@every 10s}
 log=.run/counterd.log
@@ -61,6 +64,9 @@ Try, in another terminal:
 
   redis-cli -s $socket incr post:42      # 1: INCR replies the amount added
   redis-cli -s $socket get post:42       # the total
+  redis-cli -s $socket count post:42 since 1h    # the last hour (COUNTERD_WINDOWS)
+  redis-cli -s $socket top 'post:*' hour 24 10   # trending over 24 hours
+  redis-cli -s $socket budget gift 1000; redis-cli -s $socket take gift   # a budget that never overspends
   printf 'incrby post:42 5\r\nget post:42\r\n' | nc -U -q1 $socket
   redis-cli -s $socket flush
   psql '$DATABASE_URL' -c 'select * from counter_totals'
