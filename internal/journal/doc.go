@@ -14,8 +14,9 @@
 //
 // Dir holds LOCK (flocked while a Journal is open), instance-id (32 hex
 // characters, created once), segments named %020d.seg after their
-// sequence number, and damaged/, where the originals of repaired segments
-// are kept. A segment starts with a 36-byte header: the magic "CNTJ", a
+// sequence number, committed segment files kept for reuse, named
+// %020d.free, and damaged/, where the originals of repaired segments are
+// kept. A segment starts with a 36-byte header: the magic "CNTJ", a
 // little-endian uint32 format version (2), a little-endian uint64
 // sequence number that must match the file name, the 16-byte generation of
 // the Journal that created it, and a little-endian CRC-32C of those 32
@@ -60,7 +61,9 @@
 // Open needs no free space: if the new segment or the instance-id file
 // cannot be created, Open still returns the recovered segments, and
 // Append creates them (the instance id first) and fails until it can.
-// Removing committed segments is what frees the disk.
+// Removing committed segments is what frees the disk (a reused file is
+// truncated to its header), and a reused file needs no new space, so
+// rounds keep rotating on a full disk once one is pooled.
 //
 // # Reused segment files
 //

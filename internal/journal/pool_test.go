@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/VictoriaMetrics/metrics"
+
 	"github.com/counterd/counterd/internal/journal"
 )
 
@@ -288,4 +290,25 @@ func TestPoolOnFullDisk(t *testing.T) {
 		t.Fatalf("recovered %+v; want segment 4 alone, clean", segs)
 	}
 	checkDeltas(t, 4, segs[0].Changes, map[string]int64{"d": 4})
+}
+
+// In everysec Seal leaves a closed segment's fsync to the syncer; Close
+// (like the syncer's next tick) fsyncs it if it was not Removed first.
+func TestEverySecSyncsSealedSegmentsLater(t *testing.T) {
+	t.Parallel()
+	set := metrics.NewSet()
+	j, _ := openT(t, journal.Options{Dir: t.TempDir(), Fsync: journal.FsyncEverySec, Metrics: set})
+	appendT(t, j, "a", 1)
+	if _, _, err := j.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := counter(set, "counterd_journal_fsyncs_total"); got != 1 {
+		t.Errorf("fsyncs after Close: got %d; want 1, the sealed segment's", got)
+	}
 }
