@@ -14,8 +14,9 @@
 //
 // Dir holds LOCK (flocked while a Journal is open), instance-id (32 hex
 // characters, created once), segments named %020d.seg after their
-// sequence number, and damaged/, where the originals of repaired segments
-// are kept. A segment starts with a 36-byte header: the magic "CNTJ", a
+// sequence number, committed segment files kept for reuse, named
+// %020d.free, and damaged/, where the originals of repaired segments are
+// kept. A segment starts with a 36-byte header: the magic "CNTJ", a
 // little-endian uint32 format version (2), a little-endian uint64
 // sequence number that must match the file name, the 16-byte generation of
 // the Journal that created it, and a little-endian CRC-32C of those 32
@@ -60,14 +61,41 @@
 // Open needs no free space: if the new segment or the instance-id file
 // cannot be created, Open still returns the recovered segments, and
 // Append creates them (the instance id first) and fails until it can.
-// Removing committed segments is what frees the disk.
+// Removing committed segments is what frees the disk (a reused file is
+// truncated to its header), and a reused file needs no new space, so
+// rounds keep rotating on a full disk once one is pooled.
+//
+// # Reused segment files
+//
+// A round costs no file creation or unlink (and in everysec no fsync of
+// its own): Remove truncates a committed segment to its header and renames
+// it to %020d.free, keeping at most poolCap of them (unlinking the rest),
+// and Seal prepares the next segment from one, off the accept path: the
+// new header is written in place over the old one and fsynced, and only
+// then is the file renamed to its new segment name. So a segment's name
+// never holds another round's records, across kill -9 or power loss:
+//
+//   - until the rename, the file has an old name. A .free file is deleted
+//     by Open; a segment file whose good header names a later segment than
+//     its file name (power loss undid a rename) is dropped by Open, and set
+//     aside in damaged/ if records follow the header. Any other mismatch
+//     of header and name is still an error.
+//   - the truncation is fsynced with the header, before the rename.
+//   - the directory is fsynced before the first record of a reused file
+//     counts as durable (fsyncLocked), not at once, so in everysec one
+//     directory fsync a second covers every rename.
+//
+// Segments are written with pwrite at their size rather than O_APPEND, so
+// a header can be rewritten. In FsyncNo, where nothing orders the header
+// and the rename, files are created and unlinked as before.
 //
 // # Fsync modes
 //
 // The modes mean what Redis's appendfsync means:
 //
 //   - everysec (default): a background goroutine fsyncs the current segment
-//     once a second if it changed.
+//     once a second if it changed, and the segments Seal closed since its
+//     last tick, except those Removed first (their rounds are committed).
 //   - always: WaitDurable returns once the record is fsynced; concurrent
 //     waiters share one fsync (group commit).
 //   - no: never fsync; the kernel writes back when it likes.

@@ -69,6 +69,9 @@ type Journal struct {
 	cur          *segment         // nil until the first segment could be created
 	spare        *segment         // next segment, created ahead by Seal so Rotate need not wait on disk
 	sealing      []*segment       // rotated out by Rotate, not yet fsynced and closed by Seal
+	unsynced     []*segment       // FsyncEverySec: sealed, still open, fsynced by the syncer unless removed first
+	pool         []pooled         // committed segment files kept for reuse
+	pooling      int              // pool places taken by Removes still truncating
 	live         map[uint64]int64 // bytes of each recovered or rotated segment not yet removed
 	roundRecords int              // records appended since the last Rotate, in any segment
 	buf          []byte           // encode buffer, reused so Append does not allocate
@@ -79,6 +82,10 @@ type Journal struct {
 	// so the syncer never fsyncs a file Rotate has closed.
 	syncMu sync.Mutex
 	dur    durability
+	// renames counts renames of recycled files; dirSynced (guarded by
+	// syncMu) is its value before the last good directory fsync.
+	renames   atomic.Uint64
+	dirSynced uint64
 
 	kick       chan struct{} // wakes the syncer in FsyncAlways
 	stop       chan struct{}
@@ -329,7 +336,7 @@ func (j *Journal) appendLocked(items []change.Change) (Position, error) {
 			size, cur.seq, total, j.maxBytes, ErrFull)
 	}
 	start := cur.size
-	n, err := cur.f.Write(buf)
+	n, err := cur.f.WriteAt(buf, start)
 	if err != nil {
 		werr := fmt.Errorf("append to segment %d: %w", cur.seq, err)
 		if terr := cur.f.Truncate(start); terr != nil {
@@ -366,9 +373,13 @@ func (j *Journal) close() error {
 	if err := j.sealRotated(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := j.syncUnsynced(); err != nil {
+		errs = append(errs, err)
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.closed = true
+	j.dropPoolLocked()
 	if sp := j.spare; sp != nil {
 		// Never used: drop it so a stopped journal holds no extra file.
 		sp.f.Close()

@@ -2,12 +2,14 @@ package journal
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/counterd/counterd/internal/change"
 )
@@ -45,16 +47,28 @@ func recoverSegments(dir string, gen [generationSize]byte, log *slog.Logger) ([]
 		return nil, fmt.Errorf("list segments: %w", err)
 	}
 	var segs []Segment
+	var free []string
 	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), freeSuffix) && e.Type().IsRegular() {
+			free = append(free, e.Name())
+			continue
+		}
 		seq, ok := parseSegmentName(e.Name())
 		if !ok || !e.Type().IsRegular() {
 			continue
 		}
 		s, err := recoverSegment(dir, seq, gen, log)
+		if errors.Is(err, errRecycled) {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
 		segs = append(segs, s)
+	}
+	if err := removeFree(dir, free); err != nil {
+		// Harmless: they are deleted at the next Open.
+		log.Warn("journal: removing left over pooled files failed", slog.Any("error", err))
 	}
 	slices.SortFunc(segs, func(a, b Segment) int { return cmpSeq(a.Seq, b.Seq) })
 	return segs, nil
@@ -120,6 +134,9 @@ func recoverSegment(dir string, seq uint64, gen [generationSize]byte, log *slog.
 		return seg, fmt.Errorf("recover segment %s: read header: %w", path, err)
 	}
 	h = h[:hsize]
+	if later, ok := recycledHeader(h, version, seq); ok {
+		return seg, dropRecycled(dir, f, seq, later, size, gen, log)
+	}
 	if seg.Generation, err = checkSegmentHeader(h, version, seq); err != nil {
 		return seg, fmt.Errorf("recover segment %s: %w", path, err)
 	}

@@ -3,10 +3,9 @@ package journal
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -68,9 +67,13 @@ func (j *Journal) switchLocked() error {
 	return nil
 }
 
-// Seal fsyncs (unless fsync is off) and closes the segments Rotate moved
-// away from, and creates the next spare segment. Appends continue while it
-// works. An fsync failure is returned (and reported to WaitDurable
+// Seal fsyncs and closes the segments Rotate moved away from, and
+// prepares the next spare segment, reusing a committed segment's file if
+// Remove kept one. Appends continue while it works. In FsyncEverySec the
+// fsync is left to the syncer's next tick, and skipped if the segment is
+// Removed before it (its round is committed, so its records are not
+// needed); FsyncAlways fsyncs at once for WaitDurable's callers; FsyncNo
+// never does. An fsync failure is returned (and reported to WaitDurable
 // callers); the segment's data still reached the kernel.
 func (j *Journal) Seal() error {
 	err := j.sealRotated()
@@ -86,7 +89,7 @@ func (j *Journal) Seal() error {
 	if !need {
 		return err
 	}
-	sp, serr := createSegment(j.dir, next, j.generation, j.mode)
+	sp, serr := j.prepareSegment(next)
 	if serr != nil {
 		// Rotate will try again itself.
 		return errors.Join(err, fmt.Errorf("prepare segment %d: %w", next, serr))
@@ -103,15 +106,40 @@ func (j *Journal) Seal() error {
 	return err
 }
 
-// sealRotated fsyncs and closes every segment queued by Rotate.
+// sealRotated fsyncs and closes every segment queued by Rotate; in
+// FsyncEverySec it hands them to the syncer instead (see syncUnsynced).
 func (j *Journal) sealRotated() error {
 	j.mu.Lock()
 	segs := j.sealing
 	j.sealing = nil
+	if j.mode == FsyncEverySec {
+		j.unsynced = append(j.unsynced, segs...)
+		segs = nil
+	}
 	j.mu.Unlock()
+	return j.syncAndClose(segs)
+}
+
+// syncUnsynced fsyncs and closes the sealed segments not yet Removed:
+// the syncer's once-a-second duty in FsyncEverySec.
+func (j *Journal) syncUnsynced() error {
+	j.mu.Lock()
+	segs := j.unsynced
+	j.unsynced = nil
+	j.mu.Unlock()
+	return j.syncAndClose(segs)
+}
+
+// syncAndClose fsyncs (unless fsync is off) and closes segs, skipping any
+// that Remove closed first.
+func (j *Journal) syncAndClose(segs []*segment) error {
 	var errs []error
 	for _, old := range segs {
 		j.syncMu.Lock()
+		if old.closed {
+			j.syncMu.Unlock()
+			continue
+		}
 		if j.mode != FsyncNo {
 			if err := j.fsyncLocked(old, old.size); err != nil {
 				errs = append(errs, err)
@@ -129,28 +157,44 @@ func (j *Journal) sealRotated() error {
 
 // Remove deletes a segment that is no longer needed, normally because its
 // round is committed. The current segment cannot be removed. Removing an
-// unknown or already removed segment does nothing.
+// unknown or already removed segment does nothing. Unless fsync is off, a
+// few removed files are kept, truncated to their header, for Seal to reuse
+// (see prepareSegment): a round then creates, fsyncs and unlinks no file.
 func (j *Journal) Remove(seq uint64) error {
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if j.closed {
+		j.mu.Unlock()
 		return fmt.Errorf("remove segment %d: %w", seq, os.ErrClosed)
 	}
 	if j.cur != nil && seq == j.cur.seq {
+		j.mu.Unlock()
 		return fmt.Errorf("remove segment %d: it is the current segment", seq)
 	}
 	size, ok := j.live[seq]
 	if !ok {
+		j.mu.Unlock()
 		return nil
-	}
-	// No directory fsync: if power loss undoes the unlink, the segment is
-	// recovered again and the caller skips it as already committed.
-	err := os.Remove(filepath.Join(j.dir, segmentName(seq)))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove segment %d: %w", seq, err)
 	}
 	delete(j.live, seq)
 	j.total.Add(-size)
 	j.dur.forget(seq)
-	return nil
+	var open *segment
+	if i := slices.IndexFunc(j.unsynced, func(s *segment) bool { return s.seq == seq }); i >= 0 {
+		open = j.unsynced[i]
+		j.unsynced = slices.Delete(j.unsynced, i, i+1)
+	}
+	j.mu.Unlock()
+	var f *os.File
+	if open != nil {
+		// Committed: its records need no fsync any more.
+		j.syncMu.Lock()
+		if !open.closed && open.syncErr == nil && !open.broken.Load() {
+			f = open.f
+		} else if !open.closed {
+			open.f.Close()
+		}
+		open.closed = true
+		j.syncMu.Unlock()
+	}
+	return j.poolSegment(seq, f)
 }

@@ -49,6 +49,11 @@ type segment struct {
 	// which the kernel may report later fsyncs of the same file as good).
 	broken atomic.Bool
 
+	// renamed is Journal.renames after the rename that gave a recycled
+	// file this segment's name, 0 for a created one: the directory must
+	// be fsynced past it before a record here counts as durable.
+	renamed uint64
+
 	// Guarded by Journal.syncMu.
 	synced  int64 // size covered by the last good fsync
 	syncErr error // first fsync failure; later fsyncs are not trusted
@@ -124,7 +129,9 @@ func checkSegmentHeader(h []byte, version uint32, seq uint64) (string, error) {
 // a crash cannot leave a segment whose header is garbage.
 func createSegment(dir string, seq uint64, gen [generationSize]byte, mode FsyncMode) (*segment, error) {
 	path := filepath.Join(dir, segmentName(seq))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	// Not O_APPEND: Append writes at the segment's size with pwrite, so a
+	// recycled file can have its header rewritten in place.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("create segment %d: %w", seq, err)
 	}

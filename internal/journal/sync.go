@@ -70,6 +70,11 @@ func (j *Journal) runSyncer(every time.Duration) {
 		if err := j.sealRotated(); err != nil {
 			j.log.Error("journal: sealing a rotated segment failed", slog.Any("error", err))
 		}
+		if j.mode == FsyncEverySec && every > 0 {
+			if err := j.syncUnsynced(); err != nil {
+				j.log.Error("journal: fsync of a sealed segment failed", slog.Any("error", err))
+			}
+		}
 		if j.mode == FsyncEverySec && !j.currentOlderThan(every) {
 			// A segment younger than a second will be fsynced by Seal
 			// when it rotates, with no appends racing the fsync for its
@@ -122,6 +127,14 @@ func (j *Journal) fsyncLocked(seg *segment, end int64) error {
 	}
 	start := time.Now()
 	err := seg.f.Sync()
+	if err == nil && seg.renamed > j.dirSynced {
+		// A recycled file's new name must be durable before its records
+		// count as durable; one directory fsync covers every rename so far.
+		renames := j.renames.Load()
+		if err = syncDir(j.dir); err == nil {
+			j.dirSynced = renames
+		}
+	}
 	j.m.fsyncSeconds.UpdateDuration(start)
 	j.m.fsyncs.Inc()
 	if err != nil {
