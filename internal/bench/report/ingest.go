@@ -42,7 +42,7 @@ func ingest(b *bufio.Writer, r *Report) {
 		return
 	}
 	fmt.Fprintf(b, "## Ingest: redis-benchmark\n\n")
-	fmt.Fprintf(b, "The real `redis-benchmark -s SOCKET -c 50 -r 100000 -n N -P P incr post:__rand_int__` against counterd (journal on, its defaults), redis-server with `appendonly yes`, `appendfsync everysec` (the durable reference) and redis-server keeping nothing, one after the other in each run, so every ratio compares cells measured minutes apart. counterd is then FLUSHed and its stored total compared with N; *committed/s* counts that FLUSH's time too. "+
+	fmt.Fprintf(b, "The real `redis-benchmark -s SOCKET -c 50 -r 100000 -n N -P P incr post:__rand_int__` against counterd (journal on, its defaults), redis-server with `appendonly yes`, `appendfsync everysec` (the durable reference) and redis-server keeping nothing, one right after the other within each run (each run starting with a different server), so every ratio compares cells measured under much the same load. counterd is then FLUSHed and its stored total compared with N; *committed/s* counts that FLUSH's time too. "+
 		"*CPU µs/INCR* is CPU time (utime+stime from /proc/PID/stat, all threads) read before and after the cell, divided by N: *server* is counterd's or redis-server's own; *PostgreSQL* the backends serving counterd's connections (found by their application_name in pg_stat_activity), including the final FLUSH's rounds; *whole PostgreSQL* every process of the server's postmaster (from postmaster.pid in its data directory), which also counts anything else using that server. *rows/INCR* is slot rows counterd wrote per increment.\n\n")
 	var body [][]string
 	for _, x := range rows {

@@ -122,11 +122,11 @@ func paced(b *bufio.Writer, r *Report) {
 	var body [][]string
 	for _, x := range rows {
 		if x.Missing {
-			body = append(body, []string{x.Approach, strconv.Itoa(x.Clients), "—", "—", "—", "—", "missing: " + x.Note})
+			body = append(body, []string{serverLabel(x.Approach), strconv.Itoa(x.Clients), "—", "—", "—", "—", "missing: " + x.Note})
 			continue
 		}
 		body = append(body, []string{
-			x.Approach, strconv.Itoa(x.Clients), Thousands(int64(x.Offered)), Thousands(int64(x.Rate)),
+			serverLabel(x.Approach), strconv.Itoa(x.Clients), Thousands(int64(x.Offered)), Thousands(int64(x.Rate)),
 			Duration(x.P50), Duration(x.P99), totalCell(x),
 		})
 	}
