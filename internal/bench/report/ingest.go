@@ -88,6 +88,21 @@ func ingestRatios(b *bufio.Writer, rows []Row) {
 			}
 			return v, spread(v, func(f float64) string { return fmt.Sprintf("%.2f×", f) })
 		}
+		// CPU per INCR of counterd and its PostgreSQL backends over
+		// redis-server everysec's, within each run.
+		var cpuRatio []float64
+		for _, x := range rows {
+			if x.Pipeline != p || x.Approach != Counterd || x.Missing {
+				continue
+			}
+			y := findRun(rows, RedisEverysec, p, x.Run)
+			c, pg := x.MicrosPerIncr(x.CPU.Server), x.MicrosPerIncr(x.CPU.PG)
+			if y != nil && !y.Missing && c >= 0 && pg >= 0 {
+				if r := y.MicrosPerIncr(y.CPU.Server); r > 0 {
+					cpuRatio = append(cpuRatio, (c+pg)/r)
+				}
+			}
+		}
 		ce, ceCell := ratio(Counterd, RedisEverysec)
 		_, cnCell := ratio(Counterd, RedisPlain)
 		_, enCell := ratio(RedisEverysec, RedisPlain)
@@ -113,11 +128,12 @@ func ingestRatios(b *bufio.Writer, rows []Row) {
 		body = append(body, []string{
 			strconv.Itoa(p), ceCell, verdict, cnCell, enCell,
 			cpu(Counterd, server), cpu(Counterd, func(c CPU) Share { return c.PG }), cpu(RedisEverysec, server), cpu(RedisPlain, server),
+			spread(cpuRatio, func(f float64) string { return fmt.Sprintf("%.2g×", f) }),
 		})
 	}
 	fmt.Fprintf(b, "Side by side, within each run: the median over runs, and in brackets the lowest and highest. Target: counterd ≥ 1.0× redis-server with appendfsync everysec.\n\n")
 	table(b, []string{"pipeline", "counterd ÷ redis everysec", "target", "counterd ÷ redis no persistence", "redis everysec ÷ no persistence",
-		"CPU µs/INCR counterd", "+ its PostgreSQL", "redis everysec", "redis no persistence"}, body)
+		"CPU µs/INCR counterd", "+ its PostgreSQL", "redis everysec", "redis no persistence", "CPU: counterd + PostgreSQL ÷ redis everysec"}, body)
 }
 
 // latencyTarget says, under the latency table, whether counterd met the
