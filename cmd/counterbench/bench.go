@@ -32,9 +32,17 @@ type bench struct {
 	// tmp holds sockets, counterd's journal and redis-server's files.
 	tmp string
 
-	counterd    *counterdServer
-	redis       *redisServer
-	redisAbsent string // why there is no redis-server, once known
+	counterd *counterdServer
+	// redises are the redis-servers started, by flavor name; redisWhy
+	// says why a flavor could not start, once known.
+	redises     map[string]*redisServer
+	redisWhy    map[string]string
+	redisAbsent string // why there is no plain redis-server, once known
+
+	// postmaster is the pid of the PostgreSQL server when its processes
+	// can be read here, else 0 and postmasterWhy says why.
+	postmaster    int
+	postmasterWhy string
 
 	rows     []report.Row
 	failures int
@@ -134,8 +142,10 @@ func (b *bench) close() error {
 	if b.counterd != nil {
 		errs = append(errs, b.counterd.stop())
 	}
-	if b.redis != nil {
-		errs = append(errs, b.redis.stop())
+	for _, f := range []redisFlavor{redisPlain, redisEverysec} {
+		if srv := b.redises[f.name]; srv != nil {
+			errs = append(errs, srv.stop())
+		}
 	}
 	if b.budgetLogFile != nil {
 		errs = append(errs, b.budgetLogFile.Close())
@@ -156,6 +166,7 @@ func (b *bench) run(ctx context.Context) (*report.Report, error) {
 	rep := &report.Report{Started: start, Command: b.command(), Clients: b.cfg.Clients}
 	rep.Machine = report.DescribeMachine()
 	rep.Machine.PostgreSQL = b.describePostgres(ctx)
+	b.postmaster, b.postmasterWhy = b.findPostmaster(ctx)
 	rep.Machine.Redis = b.describeRedis(ctx)
 	for _, name := range b.cfg.Approaches {
 		a, _ := lookupApproach(name)
@@ -213,7 +224,7 @@ func (b *bench) cells() int {
 		n += 2 * len(ceilingDists(b.cfg.dists()))
 	}
 	if b.cfg.runs("ingest") {
-		n += 4
+		n += 6*b.cfg.IngestRuns + len(b.latencyTargetCells())
 	}
 	if b.cfg.runs("latency") {
 		n += 2 * len(b.cfg.LatencyRates)

@@ -24,8 +24,10 @@ import (
 // counterdServer is the counterd process the run started, with a control
 // connection for FLUSH.
 type counterdServer struct {
-	proc    *process.Process
-	socket  string
+	proc   *process.Process
+	socket string
+	// app is the application_name of its database connections.
+	app     string
 	metrics string // host:port of /metrics, "" when counterd logged none
 	ctl     *redis.Client
 	// log receives all of counterd's output; closed once it stopped
@@ -65,8 +67,14 @@ func (b *bench) spawnCounterd(ctx context.Context, dir string, log *os.File, ext
 		return nil, err
 	}
 	socket := filepath.Join(dir, "c.sock")
+	// Its own application_name finds its backends in pg_stat_activity.
+	app := "counterbench-" + filepath.Base(dir)
+	url, err := withParam(b.url, "application_name", app)
+	if err != nil {
+		return nil, err
+	}
 	env := []string{
-		"DATABASE_URL=" + b.url,
+		"DATABASE_URL=" + url,
 		"COUNTERD_SOCKET=" + socket,
 		"COUNTERD_JOURNAL_DIR=" + filepath.Join(dir, "journal"),
 		"COUNTERD_METRICS_ADDR=127.0.0.1:0",
@@ -101,7 +109,7 @@ func (b *bench) spawnCounterd(ctx context.Context, dir string, log *os.File, ext
 		return strings.Trim(strings.Fields(rest)[0], `"`), true
 	})
 	b.progress.note(fmt.Sprintf("counterd ready (pid %d)", proc.Pid()))
-	return &counterdServer{proc: proc, socket: socket, metrics: metrics, ctl: control(socket), log: log}, nil
+	return &counterdServer{proc: proc, socket: socket, app: app, metrics: metrics, ctl: control(socket), log: log}, nil
 }
 
 // control is a one-connection client for FLUSH, FLUSHALL and the like.
@@ -233,9 +241,10 @@ func (b *bench) counterdMeasure(ctx context.Context, row *report.Row, load loadg
 }
 
 // counterdAround runs measure between two readings of counterd's total and
-// metrics, with a FLUSH before the second, timed as row.Drain. It returns
-// the metrics read after the FLUSH (nil when counterd serves none), which
-// include the drain's rounds.
+// metrics, with a FLUSH before the second, timed as row.Drain, and
+// between two readings of the CPU counterd and PostgreSQL spent, the
+// second after the FLUSH. It returns the metrics read after the FLUSH
+// (nil when counterd serves none), which include the drain's rounds.
 func (b *bench) counterdAround(ctx context.Context, srv *counterdServer, row *report.Row, measure func() error) (map[string]float64, error) {
 	m, err := srv.scrape(ctx)
 	if err != nil {
@@ -247,7 +256,9 @@ func (b *bench) counterdAround(ctx context.Context, srv *counterdServer, row *re
 	if err != nil {
 		return nil, err
 	}
+	cpu := startCPU(ctx, srv.proc.Pid(), &pgCPU{pool: b.pool, app: srv.app, postmaster: b.postmaster})
 	if err := measure(); err != nil {
+		cpu.finish(ctx, row)
 		return nil, err
 	}
 	drainStart := time.Now()
@@ -256,9 +267,11 @@ func (b *bench) counterdAround(ctx context.Context, srv *counterdServer, row *re
 			b.progress.note("counterd's FLUSH failed; what counterd logged last may say why")
 			b.showLog(srv.log.Name(), logTail)
 		}
+		cpu.finish(ctx, row)
 		return nil, err
 	}
 	row.Drain = time.Since(drainStart)
+	cpu.finish(ctx, row)
 	after, err := b.counterdTotal(ctx)
 	if err != nil {
 		return nil, err

@@ -122,7 +122,17 @@ func (b *bench) describeSettings() [][2]string {
 		s = append(s, [2]string{"ceiling", fmt.Sprintf("up to %d distinct keys per statement", c.CeilingBatch)})
 	}
 	if c.runs("ingest") {
-		s = append(s, [2]string{"ingest", fmt.Sprintf("redis-benchmark -c 50 -r 100000 -n %d -P 1 and -P 16", c.IngestRequests)})
+		s = append(s, [2]string{"ingest", fmt.Sprintf("redis-benchmark -c 50 -r 100000 -n %d -P 16 and -P 1, %d runs of counterd, redis-server --appendonly yes --appendfsync everysec and redis-server keeping nothing, interleaved", c.IngestRequests, c.IngestRuns)})
+		pg := "PostgreSQL: the backends with counterd's application_name in pg_stat_activity; whole PostgreSQL: "
+		if b.postmaster != 0 {
+			pg += fmt.Sprintf("postmaster pid %d and its children (the server is not the run's own: other clients' work counts too)", b.postmaster)
+		} else {
+			pg += "not measured, " + b.postmasterWhy
+		}
+		s = append(s, [2]string{"CPU per INCR", "utime+stime from /proc/PID/stat before and after each cell (after counterd's final FLUSH), divided by the increments; " + pg})
+		if len(b.latencyTargetCells()) > 0 {
+			s = append(s, [2]string{"latency target", fmt.Sprintf("%d unpipelined clients offering %s INCR/s for %v, uniform keys, to counterd and to redis-server with appendfsync everysec", report.LatencyTargetClients, report.Thousands(report.LatencyTargetRate), c.Duration)})
+		}
 	}
 	if c.runs("latency") {
 		s = append(s, [2]string{"latency", fmt.Sprintf("%d unpipelined clients offering %s INCR/s in total for %v each, uniform keys", c.LatencyClients, rateList(c.LatencyRates), c.Duration)})

@@ -6,10 +6,13 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/counterd/counterd/internal/bench/keyspace"
+	"github.com/counterd/counterd/internal/bench/loadgen"
 	"github.com/counterd/counterd/internal/bench/process"
 	"github.com/counterd/counterd/internal/bench/report"
 )
@@ -21,39 +24,97 @@ const (
 	ingestKeys    = 100000
 )
 
-// ingest runs the real redis-benchmark against counterd and redis-server,
-// unpipelined and with 16 commands per round trip.
+// ingest runs the real redis-benchmark against counterd, redis-server
+// with appendfsync everysec and redis-server keeping nothing, with 16
+// commands per round trip and unpipelined, IngestRuns times. Each run
+// measures every server at one depth before the next depth, starting
+// with a different server each run, so no server always goes first
+// after the machine's load changed. Then, unless the latency section
+// covers it, counterd at the latency target's paced load.
 func (b *bench) ingest(ctx context.Context) error {
 	tool, lookErr := process.Lookup(b.cfg.RedisBenchmark, "redis-benchmark")
-	for _, target := range []string{"counterd", "redis-server"} {
-		for _, p := range []int{1, 16} {
-			b.progress.step("ingest %s redis-benchmark -P %d -n %d", target, p, b.cfg.IngestRequests)
-			row := report.Row{
-				Section: report.Ingest, Approach: target, Keys: fmt.Sprintf("random of %d", ingestKeys),
-				Clients: ingestClients, Pipeline: p, RowsWritten: -1,
-			}
-			var err error
-			switch {
-			case lookErr != nil:
-				row.Missing = true
-				row.Note = lookErr.Error() + "; install redis-tools (make bench does when it can) or set COUNTERBENCH_REDIS_BENCHMARK"
-			case target == "counterd":
-				var srv *counterdServer
-				if srv, err = b.startCounterd(ctx); err == nil {
-					_, err = b.counterdAround(ctx, srv, &row, func() error { return b.redisBenchmark(ctx, tool, srv.socket, p, &row) })
+	servers := []string{report.Counterd, report.RedisEverysec, report.RedisPlain}
+	for run := 1; run <= b.cfg.IngestRuns; run++ {
+		for _, p := range []int{16, 1} {
+			for i := range servers {
+				target := servers[(i+run-1)%len(servers)]
+				b.progress.step("ingest %s redis-benchmark -P %d -n %d (run %d)", target, p, b.cfg.IngestRequests, run)
+				row := report.Row{
+					Section: report.Ingest, Approach: target, Keys: fmt.Sprintf("random of %d", ingestKeys),
+					Clients: ingestClients, Pipeline: p, Run: run, RowsWritten: -1,
 				}
-			default:
-				if srv := b.startRedis(ctx); srv == nil {
-					row.Missing, row.Note = true, b.redisAbsent
-				} else {
-					err = srv.around(ctx, &row, func() error { return b.redisBenchmark(ctx, tool, srv.socket, p, &row) })
+				err := b.ingestCell(ctx, tool, lookErr, &row)
+				if ctx.Err() != nil {
+					return ctx.Err()
 				}
+				b.add(row, err)
 			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			b.add(row, err)
 		}
+	}
+	return b.latencyTarget(ctx)
+}
+
+func (b *bench) ingestCell(ctx context.Context, tool string, lookErr error, row *report.Row) error {
+	if lookErr != nil {
+		row.Missing = true
+		row.Note = lookErr.Error() + "; install redis-tools (make bench does when it can) or set COUNTERBENCH_REDIS_BENCHMARK"
+		return nil
+	}
+	if row.Approach == report.Counterd {
+		srv, err := b.startCounterd(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = b.counterdAround(ctx, srv, row, func() error { return b.redisBenchmark(ctx, tool, srv.socket, row.Pipeline, row) })
+		return err
+	}
+	f := redisPlain
+	if row.Approach == report.RedisEverysec {
+		f = redisEverysec
+	}
+	srv, why := b.startRedisFlavor(ctx, f)
+	if srv == nil {
+		row.Missing, row.Note = true, why
+		return nil
+	}
+	return srv.around(ctx, row, func() error { return b.redisBenchmark(ctx, tool, srv.socket, row.Pipeline, row) })
+}
+
+// latencyTargetCells are the servers the ingest section offers the
+// latency target's load: none when the latency section offers it anyway.
+func (b *bench) latencyTargetCells() []string {
+	c := b.cfg
+	if c.runs("latency") && c.LatencyClients == report.LatencyTargetClients && slices.Contains(c.LatencyRates, report.LatencyTargetRate) {
+		return nil
+	}
+	return []string{report.Counterd, report.RedisEverysec}
+}
+
+// latencyTarget offers counterd, and redis-server with appendfsync
+// everysec for reference, 50,000 unpipelined INCR/s from 50 clients for
+// COUNTERBENCH_DURATION: the p99 target's load. Its rows are latency
+// rows.
+func (b *bench) latencyTarget(ctx context.Context) error {
+	for _, target := range b.latencyTargetCells() {
+		b.progress.step("latency target %s %d/s from %d clients", target, report.LatencyTargetRate, report.LatencyTargetClients)
+		row := report.Row{
+			Section: report.Latency, Approach: target, Keys: keyspace.Uniform.String(),
+			Clients: report.LatencyTargetClients, Pipeline: 1, Offered: report.LatencyTargetRate,
+		}
+		load := loadgen.Config{
+			Clients: report.LatencyTargetClients, Pipeline: 1, Duration: b.cfg.Duration, Rate: report.LatencyTargetRate,
+			Source: b.sourceFor(keyspace.Uniform), Seed: b.nextSeed(),
+		}
+		var err error
+		if target == report.Counterd {
+			err = b.counterdMeasure(ctx, &row, load)
+		} else {
+			err = b.redisMeasureOn(ctx, redisEverysec, &row, load)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		b.add(row, err)
 	}
 	return nil
 }

@@ -64,6 +64,11 @@ func TestWithSearchPath(t *testing.T) {
 	f("postgres://u@h/db", "postgres://u@h/db?search_path=bench")
 	f("postgres://u@/db?host=/tmp/s&search_path=other", "postgres://u@/db?host=%2Ftmp%2Fs&search_path=bench")
 	f("host=/tmp dbname=x", "host=/tmp dbname=x search_path=bench")
+	// counterd's connections get an application_name the same way.
+	got, err := withParam("postgres://u@h/db?search_path=bench", "application_name", "counterbench-counterd")
+	if want := "postgres://u@h/db?application_name=counterbench-counterd&search_path=bench"; err != nil || got != want {
+		t.Errorf("withParam = %q, %v; want %q", got, err, want)
+	}
 }
 
 func TestCommand(t *testing.T) {

@@ -43,6 +43,7 @@ func shortEnv(t *testing.T, db *pgtest.DB, out string) []string {
 		"COUNTERBENCH_CLIENTS=1,4",
 		"COUNTERBENCH_KEYSPACE=10000",
 		"COUNTERBENCH_INGEST_REQUESTS=16000",
+		"COUNTERBENCH_INGEST_RUNS=2",
 		"COUNTERBENCH_LATENCY_RATES=2000,5000",
 		"COUNTERBENCH_LATENCY_CLIENTS=10",
 		"COUNTERBENCH_SUSTAIN_RATE=8000",
@@ -120,8 +121,11 @@ func TestRunShort(t *testing.T) {
 	if left := children(t); len(left) > 0 {
 		t.Errorf("processes left running: %v", left)
 	}
-	if !strings.Contains(stderr.String(), "[1/75] naive hot c=1") || !strings.Contains(stderr.String(), "[72/75] latency redis-server") ||
-		!strings.Contains(stderr.String(), "[73/75] sustain counterd") || !strings.Contains(stderr.String(), "[75/75] windows counterd+3 windows zipf c=4") {
+	if !strings.Contains(stderr.String(), "[1/85] naive hot c=1") || !strings.Contains(stderr.String(), "[65/85] ingest counterd redis-benchmark -P 16 -n 16000 (run 1)") ||
+		!strings.Contains(stderr.String(), "[71/85] ingest redis-server-everysec redis-benchmark -P 16 -n 16000 (run 2)") ||
+		!strings.Contains(stderr.String(), "[78/85] latency target redis-server-everysec 50000/s from 50 clients") ||
+		!strings.Contains(stderr.String(), "[82/85] latency redis-server") ||
+		!strings.Contains(stderr.String(), "[83/85] sustain counterd") || !strings.Contains(stderr.String(), "[85/85] windows counterd+3 windows zipf c=4") {
 		t.Errorf("progress lines missing from stderr:\n%s", stderr.String())
 	}
 
@@ -181,6 +185,18 @@ func TestRunShort(t *testing.T) {
 		} else if r["drain_seconds"] != "" || r["committed_rate"] != "" {
 			t.Errorf("%s: drain %q, committed rate %q; want neither", name, r["drain_seconds"], r["committed_rate"])
 		}
+		if r["section"] == report.Ingest || r["section"] == report.Latency {
+			// CPU per increment is read for every server; PostgreSQL's
+			// for counterd, whose backends are on this machine.
+			wantPG := r["approach"] == report.Counterd
+			if r["server_cpu_us_per_incr"] == "" || (r["pg_cpu_us_per_incr"] != "") != wantPG || (r["pg_server_cpu_us_per_incr"] != "") != wantPG {
+				t.Errorf("%s: cpu µs/incr server %q, PostgreSQL %q, whole PostgreSQL %q; want the server's, and PostgreSQL's only for counterd",
+					name, r["server_cpu_us_per_incr"], r["pg_cpu_us_per_incr"], r["pg_server_cpu_us_per_incr"])
+			}
+		}
+		if r["section"] == report.Ingest && r["run"] != "1" && r["run"] != "2" {
+			t.Errorf("%s: run %q; want 1 or 2", name, r["run"])
+		}
 		if r["section"] == report.Sustain {
 			// Whatever was stored went through at least one round.
 			if num(t, r, "rounds") < 1 || r["write_rows_per_s"] == "" || r["pending_max_second_half"] == "" ||
@@ -204,10 +220,15 @@ func TestRunShort(t *testing.T) {
 			want[fmt.Sprintf("ceiling/ceiling/%s/%s", k, c)] = 1
 		}
 	}
+	for _, s := range []string{"counterd", "redis-server", "redis-server-everysec"} {
+		want["ingest/"+s+"/random of 100000/50"] = 4 // two runs of -P 16 and -P 1
+	}
 	for _, s := range []string{"counterd", "redis-server"} {
-		want["ingest/"+s+"/random of 100000/50"] = 2
 		want["latency/"+s+"/uniform/10"] = 2 // one per offered rate
 	}
+	// The latency target's cells, which the latency section's rates miss.
+	want["latency/counterd/uniform/50"] = 1
+	want["latency/redis-server-everysec/uniform/50"] = 1
 	want["sustain/counterd/zipf/50"] = 1
 	want["windows/counterd/zipf/4"] = 1
 	want["windows/counterd+3 windows/zipf/4"] = 1
@@ -216,8 +237,8 @@ func TestRunShort(t *testing.T) {
 			t.Errorf("cell %s: %d rows; want %d", k, cells[k], n)
 		}
 	}
-	if len(rows) != 60+4+4+4+1+2 {
-		t.Errorf("%d rows; want 75", len(rows))
+	if len(rows) != 60+4+12+2+4+1+2 {
+		t.Errorf("%d rows; want 85", len(rows))
 	}
 
 	var inTable int64
@@ -233,6 +254,7 @@ func TestRunShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"Reproduce with", "make bench", "logs: counterd.log, redis-server.log", "| PostgreSQL | ", "## Ceiling", "## Ingest", "## Latency", "skiplocked",
+		"| pipeline | counterd ÷ redis everysec | target |", "| redis-server (appendfsync everysec) | 16 | 2 |", "Target p99 < 1 ms at 50,000/s from 50 unpipelined clients: counterd p99",
 		"## Sustained load", "counterd, hot: committed increments per second", "| counterd-p16 ÷ atomic |"} {
 		if !bytes.Contains(md, []byte(s)) {
 			t.Errorf("bench.md lacks %q", s)
@@ -242,6 +264,7 @@ func TestRunShort(t *testing.T) {
 	logs := map[string]string{report.CounterdLogFile: "counterd ready"}
 	if redisErr == nil {
 		logs[report.RedisLogFile] = "ready to accept connections"
+		logs[report.RedisAOFLogFile] = "ready to accept connections"
 	}
 	for name, want := range logs {
 		log, err := os.ReadFile(filepath.Join(out, name))
@@ -288,8 +311,10 @@ func TestMissingRedis(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
 	rows := readCSV(t, filepath.Join(out, report.CSVFile))
-	if len(rows) != 1+4+2*2 { // matrix, ingest, latency at two rates
-		t.Fatalf("%d rows; want 9", len(rows))
+	// matrix, ingest (three servers, two depths, two runs), latency at
+	// two rates, the latency target on counterd and redis-server.
+	if len(rows) != 1+12+2*2+2 {
+		t.Fatalf("%d rows; want 19", len(rows))
 	}
 	for _, r := range rows {
 		name := r["section"] + " " + r["approach"]
@@ -384,6 +409,7 @@ func TestHelpAndBadSettings(t *testing.T) {
 	f("COUNTERBENCH_SCHEMA", "COUNTERBENCH_SCHEMA=public")
 	f("COUNTERBENCH_SCHEMA", "COUNTERBENCH_SCHEMA=Robert'); DROP TABLE x")
 	f("COUNTERBENCH_INGEST_REQUESTS", "COUNTERBENCH_INGEST_REQUESTS=1000")
+	f("COUNTERBENCH_INGEST_RUNS", "COUNTERBENCH_INGEST_RUNS=0")
 	f("COUNTERBENCH_KEYSPACE", "COUNTERBENCH_KEYSPACE=0")
 	f("COUNTERBENCH_SUSTAIN_RATE", "COUNTERBENCH_SUSTAIN_RATE=0")
 	f("COUNTERBENCH_SUSTAIN_DURATION", "COUNTERBENCH_SUSTAIN_DURATION=-1s")

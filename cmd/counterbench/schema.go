@@ -15,17 +15,23 @@ import (
 // server as a run-time parameter), so counterd migrates into the schema
 // and every unqualified table name resolves there.
 func withSearchPath(conn, schema string) (string, error) {
+	return withParam(conn, "search_path", schema)
+}
+
+// withParam sets one run-time parameter in a connection string, a URL or
+// a DSN. value must need no quoting in a DSN.
+func withParam(conn, name, value string) (string, error) {
 	if strings.HasPrefix(conn, "postgres://") || strings.HasPrefix(conn, "postgresql://") {
 		u, err := url.Parse(conn)
 		if err != nil {
 			return "", errors.New("DATABASE_URL is not a valid PostgreSQL URL")
 		}
 		q := u.Query()
-		q.Set("search_path", schema)
+		q.Set(name, value)
 		u.RawQuery = q.Encode()
 		return u.String(), nil
 	}
-	return conn + " search_path=" + schema, nil
+	return conn + " " + name + "=" + value, nil
 }
 
 // resetSchema drops the run's schema with everything in it and creates it

@@ -30,6 +30,9 @@ type settings struct {
 	RedisBenchmark string `env:"COUNTERBENCH_REDIS_BENCHMARK" help:"redis-benchmark binary (default: redis-benchmark on PATH)"`
 
 	IngestRequests int `env:"COUNTERBENCH_INGEST_REQUESTS" envDefault:"2000000" help:"redis-benchmark -n per ingest run (a multiple of 16)"`
+	// Three runs give a median and a range on a machine whose load
+	// varies.
+	IngestRuns int `env:"COUNTERBENCH_INGEST_RUNS" envDefault:"3" help:"times the ingest section runs every server at each pipeline depth, interleaved"`
 	// The target is 50,000/s; the lower rates show where latency bends.
 	LatencyRates   []float64 `env:"COUNTERBENCH_LATENCY_RATES" envDefault:"10000,25000,50000" help:"increments per second offered in the latency section, comma-separated"`
 	LatencyClients int       `env:"COUNTERBENCH_LATENCY_CLIENTS" envDefault:"50" help:"unpipelined clients sharing that rate"`
@@ -113,6 +116,8 @@ func (s *settings) Validate() error {
 		// redis-benchmark sends whole pipelines: with -P 16 it would
 		// send more than -n asked for otherwise.
 		return bad("COUNTERBENCH_INGEST_REQUESTS", "must be a positive multiple of 16")
+	case s.IngestRuns < 1 || s.IngestRuns > 100:
+		return bad("COUNTERBENCH_INGEST_RUNS", "must be within 1..100")
 	case len(s.LatencyRates) == 0 || slices.Min(s.LatencyRates) <= 0:
 		return bad("COUNTERBENCH_LATENCY_RATES", "must list positive rates")
 	case s.LatencyClients < 1 || s.LatencyClients > 512:

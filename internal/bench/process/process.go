@@ -3,7 +3,8 @@
 // first and last lines of its output for error messages, copies every line
 // to a log when asked, and stops it with SIGTERM, then SIGKILL. On Linux
 // the child also gets SIGKILL if its parent dies, so a crashed benchmark
-// never leaves a server behind.
+// never leaves a server behind. It also reads a process's CPU time from
+// /proc, for CPU per operation.
 package process
 
 import (

@@ -9,14 +9,18 @@ import (
 // Columns are bench.csv's header. Rates are per second, latencies in
 // microseconds; a column that does not apply to a row is empty.
 // drain_seconds and committed_rate are for counterd rows; the pending,
-// keeps_up, write and rounds columns for sustain rows.
+// keeps_up, write and rounds columns for sustain rows; run numbers the
+// repetitions of ingest cells. The cpu columns are CPU microseconds per
+// increment (see CPU): the server measured, counterd's PostgreSQL
+// backends, and the whole PostgreSQL server.
 var Columns = []string{
-	"section", "approach", "keys", "clients", "pipeline", "seconds",
+	"section", "approach", "keys", "clients", "pipeline", "run", "seconds",
 	"increments", "errors", "incr_per_s", "offered_per_s", "p50_us", "p99_us",
 	"stored", "exact", "diff", "estimate_bound95",
 	"rows_written", "rows_per_incr", "rows_per_s",
 	"drain_seconds", "committed_rate",
 	"pending_max_first_half", "pending_max_second_half", "keeps_up", "write_rows_per_s", "rounds",
+	"server_cpu_us_per_incr", "pg_cpu_us_per_incr", "pg_server_cpu_us_per_incr",
 	"missing", "note",
 }
 
@@ -43,6 +47,9 @@ func record(r Row) []string {
 		"section": r.Section, "approach": r.Approach, "keys": r.Keys,
 		"clients": strconv.Itoa(r.Clients), "pipeline": strconv.Itoa(r.Pipeline),
 		"missing": strconv.FormatBool(r.Missing), "note": r.Note,
+	}
+	if r.Run > 0 {
+		v["run"] = strconv.Itoa(r.Run)
 	}
 	if !r.Missing {
 		v["seconds"] = f(r.Elapsed.Seconds(), 3)
@@ -75,6 +82,13 @@ func record(r Row) []string {
 		}
 		if r.Section == Sustain {
 			v["rounds"] = i(r.Rounds)
+		}
+		for col, share := range map[string]Share{
+			"server_cpu_us_per_incr": r.CPU.Server, "pg_cpu_us_per_incr": r.CPU.PG, "pg_server_cpu_us_per_incr": r.CPU.PGServer,
+		} {
+			if us := r.MicrosPerIncr(share); us >= 0 {
+				v[col] = f(us, 3)
+			}
 		}
 	}
 	rec := make([]string, len(Columns))

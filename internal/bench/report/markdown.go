@@ -17,7 +17,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	fmt.Fprintf(b, "# counterbench results\n\n")
 	fmt.Fprintf(b, "Measured %s, in %s. Reproduce with:\n\n```sh\n%s\n```\n\n",
 		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second), r.Command)
-	fmt.Fprintf(b, "counterd's and redis-server's logs: %s, %s\n\n", CounterdLogFile, RedisLogFile)
+	fmt.Fprintf(b, "counterd's and redis-server's logs: %s, %s, %s\n\n", CounterdLogFile, RedisLogFile, RedisAOFLogFile)
 	table(b, []string{"machine", ""}, [][]string{
 		{"CPU", m.CPU},
 		{"cores", strconv.Itoa(m.Cores)},
@@ -112,34 +112,6 @@ func ceiling(b *bufio.Writer, r *Report) {
 	table(b, []string{"keys", "connections", "keys/statement", "rows/s", "incr/s", "p50/statement", "p99/statement", "total"}, body)
 }
 
-func ingest(b *bufio.Writer, r *Report) {
-	rows := section(r.Rows, Ingest)
-	if len(rows) == 0 {
-		return
-	}
-	fmt.Fprintf(b, "## Ingest: redis-benchmark\n\n")
-	fmt.Fprintf(b, "The real `redis-benchmark -s SOCKET -c 50 -r 100000 -n N -P P incr post:__rand_int__` against counterd and against redis-server. counterd is then FLUSHed and its stored total compared with N; *committed/s* counts that FLUSH's time too.\n\n")
-	var body [][]string
-	for _, x := range rows {
-		ratio := "—"
-		if x.Approach == "counterd" && !x.Missing {
-			for _, y := range rows {
-				if y.Approach == "redis-server" && y.Pipeline == x.Pipeline && !y.Missing && y.Rate > 0 {
-					ratio = fmt.Sprintf("%.2f", x.Rate/y.Rate)
-				}
-			}
-		}
-		if x.Missing {
-			body = append(body, []string{x.Approach, strconv.Itoa(x.Pipeline), "—", "—", "—", "missing: " + x.Note, "—", "—"})
-			continue
-		}
-		body = append(body, []string{
-			x.Approach, strconv.Itoa(x.Pipeline), Thousands(int64(x.Rate)), Duration(x.P50), Duration(x.P99), totalCell(x), ratio, committedCell(&x),
-		})
-	}
-	table(b, []string{"server", "pipeline", "requests/s", "p50", "p99", "total", "counterd/redis", "committed/s"}, body)
-}
-
 func paced(b *bufio.Writer, r *Report) {
 	rows := section(r.Rows, Latency)
 	if len(rows) == 0 {
@@ -150,15 +122,16 @@ func paced(b *bufio.Writer, r *Report) {
 	var body [][]string
 	for _, x := range rows {
 		if x.Missing {
-			body = append(body, []string{x.Approach, strconv.Itoa(x.Clients), "—", "—", "—", "—", "missing: " + x.Note})
+			body = append(body, []string{serverLabel(x.Approach), strconv.Itoa(x.Clients), "—", "—", "—", "—", "missing: " + x.Note})
 			continue
 		}
 		body = append(body, []string{
-			x.Approach, strconv.Itoa(x.Clients), Thousands(int64(x.Offered)), Thousands(int64(x.Rate)),
+			serverLabel(x.Approach), strconv.Itoa(x.Clients), Thousands(int64(x.Offered)), Thousands(int64(x.Rate)),
 			Duration(x.P50), Duration(x.P99), totalCell(x),
 		})
 	}
 	table(b, []string{"server", "clients", "offered/s", "achieved/s", "p50", "p99", "total"}, body)
+	latencyTarget(b, rows)
 }
 
 // committed writes, under a distribution's table, the committed rate of

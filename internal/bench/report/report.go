@@ -82,6 +82,11 @@ type Row struct {
 	// Series is counterd's metrics sampled during the load, from its
 	// start to its end. Sustain rows only.
 	Series []Sample
+	// Run numbers a repetition of the same cell (1, 2, ...); 0 for
+	// sections that do not repeat. Ingest rows only.
+	Run int
+	// CPU is the CPU time the servers spent on the cell.
+	CPU CPU
 	// Missing says the cell could not run, and Note why. Note may also
 	// carry a remark on a cell that ran.
 	Missing bool
@@ -99,6 +104,32 @@ type Sample struct {
 	// counterd_flush_duration_seconds, and BatchKeysSum and
 	// BatchKeysCount the sum and count of counterd_flush_batch_keys.
 	FlushKeys, FlushSeconds, BatchKeysSum, BatchKeysCount float64
+}
+
+// CPU is a cell's CPU time, read from /proc/PID/stat (utime+stime, all
+// threads) before and after it: the server under measurement (counterd or
+// redis-server); for counterd, the PostgreSQL backends serving its
+// connections; and the whole PostgreSQL server (every process of its
+// postmaster), which also counts other clients' work on a shared server.
+// counterd's readings end after its final FLUSH, so the rounds that drain
+// the cell count too.
+type CPU struct {
+	Server, PG, PGServer Share
+}
+
+// Share is one CPU reading's difference; Known is false when it could not
+// be read (no /proc, a server on another machine).
+type Share struct {
+	Time  time.Duration
+	Known bool
+}
+
+// MicrosPerIncr is a share's CPU microseconds per increment, or -1.
+func (r Row) MicrosPerIncr(s Share) float64 {
+	if !s.Known || r.Increments <= 0 {
+		return -1
+	}
+	return float64(s.Time) / float64(time.Microsecond) / float64(r.Increments)
 }
 
 // Exact reports whether the stored total equals the increments.
@@ -182,6 +213,9 @@ const (
 const (
 	CounterdLogFile = "counterd.log"
 	RedisLogFile    = "redis-server.log"
+	// RedisAOFLogFile is what redis-server with appendfsync everysec
+	// printed.
+	RedisAOFLogFile = "redis-server-everysec.log"
 	// BudgetLogFile is what the budget section's daemons printed.
 	BudgetLogFile = "counterd-budget.log"
 )

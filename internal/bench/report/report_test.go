@@ -43,9 +43,10 @@ func sample() *report.Report {
 			Increments: 150000, Rate: 150000, Checked: true, Stored: 150000, RowsWritten: 100000},
 		report.Row{Section: report.Ceiling, Approach: "ceiling", Keys: "zipf", Clients: 2, Pipeline: 10000, Elapsed: time.Second,
 			Increments: 300000, Rate: 300000, Checked: true, Stored: 300000, RowsWritten: 200000},
-		report.Row{Section: report.Ingest, Approach: "counterd", Keys: "uniform", Clients: 50, Pipeline: 16, Elapsed: time.Second,
-			Increments: 2000000, Rate: 900000, Checked: true, Stored: 2000000, RowsWritten: 100000},
-		report.Row{Section: report.Ingest, Approach: "redis-server", Keys: "uniform", Clients: 50, Pipeline: 16, Elapsed: time.Second,
+		report.Row{Section: report.Ingest, Approach: "counterd", Keys: "uniform", Clients: 50, Pipeline: 16, Run: 1, Elapsed: time.Second,
+			Increments: 2000000, Rate: 900000, Checked: true, Stored: 2000000, RowsWritten: 100000,
+			CPU: report.CPU{Server: report.Share{Time: 3 * time.Second, Known: true}, PG: report.Share{Time: 5 * time.Second, Known: true}}},
+		report.Row{Section: report.Ingest, Approach: "redis-server", Keys: "uniform", Clients: 50, Pipeline: 16, Run: 1, Elapsed: time.Second,
 			Increments: 2000000, Rate: 1800000, RowsWritten: -1},
 		report.Row{Section: report.Latency, Approach: "counterd", Keys: "uniform", Clients: 50, Pipeline: 1, Elapsed: time.Second,
 			Increments: 50000, Rate: 49990, Offered: 50000, P50: 40 * time.Microsecond, P99: time.Millisecond, RowsWritten: -1},
@@ -126,7 +127,7 @@ func TestWrite(t *testing.T) {
 	}
 	for _, want := range []string{
 		"COUNTERBENCH_DURATION=1s make bench", "counterd's and redis-server's logs: counterd.log, redis-server.log", "| cores | ", "### hot: one key", "| naive | 1,000 (inexact) | 8,000 (inexact) |",
-		"lost 100 (10%)", "missing: redis-server not found", "| counterd | 16 | 900,000 |", "| 0.50 |",
+		"lost 100 (10%)", "missing: redis-server not found", "| counterd | 16 | 1 | 900,000 |", "| 1.5 | 2.5 | — | 0.05 |", "| 16 | — | — | 0.50× | — | 1.5 | 2.5 | — | — | — |",
 		"estimate +100 (1%; ±1,970 at 95%)", "| zipf | 2 | 10,000 | 200,000 | 300,000 |", "| counterd | 50 | 50,000 | 49,990 |",
 		"counterd, hot: committed increments per second (load + final FLUSH)", "| counterd-p1 | 40,000 | 320,000 |",
 		"| counterd-p1 ÷ naive | 40× | 40× |", "| 250 ms | 40,000 |",
