@@ -36,9 +36,6 @@ import (
 // loopTick bounds how long a loop sleeps, so write timeouts are noticed.
 const loopTick = 250 * time.Millisecond
 
-// errAgain is a read that found nothing: the socket is drained.
-var errAgain = errors.New("would block")
-
 // loops are the event loops of one Serve call.
 type loops struct {
 	ls   []*eloop
@@ -49,7 +46,11 @@ type loops struct {
 // startLoops starts GOMAXPROCS loops serving connections under ctx.
 func (s *Server) startLoops(ctx context.Context) (*loops, error) {
 	ls := &loops{}
-	for range runtime.GOMAXPROCS(0) {
+	n := runtime.GOMAXPROCS(0)
+	if s.loopCount > 0 {
+		n = s.loopCount
+	}
+	for range n {
 		l, err := newLoop(s, ctx)
 		if err != nil {
 			ls.stop()

@@ -54,7 +54,7 @@ func (r fdReader) Read(p []byte) (int, error) {
 			continue
 		case errors.Is(err, unix.EAGAIN):
 			r.c.readable = false
-			return 0, errAgain
+			return 0, resp.ErrWouldBlock
 		case err != nil:
 			return 0, err
 		case n == 0:
@@ -132,7 +132,7 @@ func (l *eloop) scan(c *lconn) {
 				return
 			}
 			if err := c.rd.Fill(); err != nil {
-				if !errors.Is(err, errAgain) {
+				if !errors.Is(err, resp.ErrWouldBlock) {
 					c.ended = true
 				}
 				return
