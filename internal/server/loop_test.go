@@ -140,15 +140,16 @@ func TestLoopOnePassOneAppend(t *testing.T) {
 		cs[i].send("PING\r\n")
 		cs[i].expect("+PONG\r\n")
 	}
+	waker := dialLoop(t, path)
 	armed.Store(true)
-	cs[0].send("PING\r\n") // wake the loop, so that it parks before its next wait
+	waker.send("PING\r\n") // wake the loop, so that it parks before its next wait
 	<-parked
 	before := jr.appends.Load()
 	for i, c := range cs {
 		c.send(fmt.Sprintf("INCR k%d\r\nINCRBY k 2\r\n", i))
 	}
 	close(release)
-	cs[0].expect("+PONG\r\n")
+	waker.expect("+PONG\r\n")
 	for _, c := range cs {
 		c.expect(":1\r\n", ":2\r\n")
 	}
