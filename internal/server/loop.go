@@ -72,6 +72,8 @@ func (ls *loops) add(s *Server, c net.Conn) {
 	fd, err := dupFD(c)
 	c.Close()
 	if err != nil {
+		// Out of descriptors, as an accept can be: counted the same way.
+		s.m.acceptErrors.Inc()
 		s.opts.Logger.Warn("cannot serve connection", "err", err)
 		s.removeSession(sess)
 		s.loopConnDone()
