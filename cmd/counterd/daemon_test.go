@@ -76,6 +76,10 @@ func newDaemon(t testing.TB, db *pgtest.DB, extra ...string) *daemon {
 		"COUNTERD_METRICS_ADDR=127.0.0.1:0",
 		"COUNTERD_LOG_LEVEL=debug",
 	}, extra...)
+	if io := os.Getenv("COUNTERD_IO"); io != "" {
+		// The whole suite runs under either mode: COUNTERD_IO=loop go test.
+		d.env = append([]string{"COUNTERD_IO=" + io}, d.env...)
+	}
 	return d
 }
 

@@ -181,6 +181,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		Budgets:         budgets,
 		Timeout:         cfg.FlushTimeout,
 		AckCommit:       cfg.Ack == "commit",
+		IO:              cfg.IO,
 		Hot:             hot,
 		Sample:          sample,
 		MaxConns:        cfg.MaxConns,
@@ -235,7 +236,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	var budgetsDone sync.WaitGroup
 	budgetsDone.Go(func() { budgets.Run(ctx) })
 
-	log.Info("counterd ready", "socket", cfg.Socket, "ack", cfg.Ack, "slots", cfg.Slots, "writers", cfg.Writers, "flush_interval", cfg.FlushInterval, "windows", win.String())
+	log.Info("counterd ready", "socket", cfg.Socket, "ack", cfg.Ack, "io", cfg.IO, "slots", cfg.Slots, "writers", cfg.Writers, "flush_interval", cfg.FlushInterval, "windows", win.String())
 	serveErr := srv.Serve(ctx, ln)
 	log.Info("stopped accepting; flushing", "pending_keys", buf.PendingKeys(), "queued_rounds", buf.QueuedRounds())
 	stopFlusher()

@@ -96,6 +96,7 @@ type Counterd struct {
 	// 30s: far longer than any healthy client takes to read, short
 	// enough that a stuck one does not hold a connection slot for long.
 	ClientWriteTimeout time.Duration `env:"COUNTERD_CLIENT_WRITE_TIMEOUT" envDefault:"30s" help:"a client that does not take its pending replies within this long is disconnected"`
+	IO                 string        `env:"COUNTERD_IO" envDefault:"goroutines" help:"how connections are served: goroutines (one per connection) or loop (event loops, one journal write per loop pass; experimental)"`
 	ShutdownTimeout    time.Duration `env:"COUNTERD_SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long connections may take to answer what they already sent (then they are closed), and then how long to keep retrying the final flush"`
 	LogLevel           slog.Level    `env:"COUNTERD_LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
 	LogFormat          string        `env:"COUNTERD_LOG_FORMAT" envDefault:"text" help:"text or json"`
@@ -113,6 +114,8 @@ func (c *Counterd) Validate() error {
 	switch {
 	case len(c.Socket) > 107:
 		return &Error{"COUNTERD_SOCKET", "path longer than the 107 bytes a Unix socket allows"}
+	case c.IO != "goroutines" && c.IO != "loop":
+		return &Error{"COUNTERD_IO", fmt.Sprintf("%q is not goroutines or loop", c.IO)}
 	case c.Ack != "journal" && c.Ack != "commit":
 		return &Error{"COUNTERD_ACK", fmt.Sprintf("%q is not journal or commit", c.Ack)}
 	case c.JournalMaxBytes < 1<<20:

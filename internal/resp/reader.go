@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"errors"
 	"io"
 )
 
@@ -26,6 +27,10 @@ const (
 	// neither bytes nor an error, as bufio does.
 	maxEmptyReads = 100
 )
+
+// ErrWouldBlock is what a non-blocking io.Reader returns when it has
+// nothing to read yet; unlike other read errors, Fill does not keep it.
+var ErrWouldBlock = errors.New("resp: read would block")
 
 // Reader reads commands from an io.Reader into a buffer it owns and returns
 // them without copying. It is not safe for concurrent use; one connection
@@ -162,7 +167,9 @@ func (r *Reader) Fill() error {
 			return nil
 		}
 		if err != nil {
-			r.rerr = err
+			if err != ErrWouldBlock { // nothing yet from a non-blocking source
+				r.rerr = err
+			}
 			return err
 		}
 	}

@@ -60,11 +60,18 @@ func (s *Server) admit(ctx context.Context, c net.Conn) {
 		s.mu.Unlock()
 		c.Close()
 		return
-	case len(s.conns) >= s.opts.MaxConns:
+	case len(s.conns)+s.nloop >= s.opts.MaxConns:
 		s.wg.Add(1)
 		s.mu.Unlock()
 		s.m.refused.Inc()
 		go s.refuse(c)
+		return
+	}
+	if s.loops != nil && hasFD(c) {
+		s.nloop++
+		s.wg.Add(1)
+		s.mu.Unlock()
+		s.loops.add(s, c)
 		return
 	}
 	s.conns[c] = struct{}{}

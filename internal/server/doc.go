@@ -40,6 +40,32 @@
 // MULTI/EXEC (multi.go) queues commands, checked as they arrive, and EXEC
 // accepts all their increments as one journal record or none of them.
 //
+// With Options.IO "loop" (COUNTERD_IO=loop, experimental) connections are
+// served by GOMAXPROCS event loops instead (loop.go, loop_pass.go): each
+// owns an epoll instance, reads every readable connection once per pass
+// (edge-triggered, a short read means drained, so no read finds nothing),
+// accepts the increments of every connection in the pass with one
+// pending.Buffer.AddGroup (one journal record: one write(2) per pass, as
+// Redis's beforeSleep writes the AOF), then writes the replies. Checking
+// the concatenated groups gives each item the error separate calls would.
+// Any other command ends a connection's part of the pass; it runs on the
+// loop if it cannot wait (PING, HELLO, CLIENT, queueing inside MULTI...),
+// else on a goroutine while the loop keeps off that connection, which
+// keeps its replies in order. Replies the socket does not take wait in a
+// per-connection buffer written on EPOLLOUT; past half of
+// Options.OutputLimit the connection is neither read nor parsed, the
+// outbox's backpressure. A connection without a descriptor (net.Pipe in
+// tests) is served by a goroutine as before.
+//
+// The loop is ours, not gnet v2's (github.com/panjf2000/gnet/v2 v2.9.7),
+// for reasons of fit rather than speed: gnet removes the socket path
+// before binding (counterd's socket package locks and checks the path
+// itself), has no hook at the end of a loop pass (the one journal write
+// per pass needs it: OnTraffic is per connection), and has no output
+// backpressure (AsyncWrite buffers without bound). The gnet
+// prototype and this loop were not run side by side; the loop's numbers
+// are in the README's "Event loops".
+//
 // INCR, INCRBY, DECR and DECRBY reply with the amount the call added to the
 // stored count (INCRBY k 5 replies 5), not the new total as Redis does:
 // computing a total would cost a database read per increment. GET returns

@@ -25,6 +25,14 @@ func (c *session) endGroup(ctx context.Context) {
 	if err == nil {
 		err = s.confirm(ctx, t)
 	}
+	c.groupReplies(errs, err)
+}
+
+// groupReplies appends the replies of the pending group, which AddGroup
+// answered with errs (per item) and err (for the whole group), and
+// empties the group.
+func (c *session) groupReplies(errs []error, err error) {
+	s := c.s
 	for i, it := range c.group {
 		switch {
 		case err != nil:
@@ -41,6 +49,11 @@ func (c *session) endGroup(ctx context.Context) {
 	}
 	clear(c.group) // drop references to the read buffer
 	c.group = c.group[:0]
+}
+
+// needsConfirm reports whether confirm may wait for t.
+func (s *Server) needsConfirm(t pending.Ticket) bool {
+	return (s.opts.AckCommit && t.Recorded > 0) || !s.buf.DurableOnAppend()
 }
 
 // errNotCommitted is an accepted group whose commit was not confirmed in

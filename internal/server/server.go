@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -47,6 +48,10 @@ type Options struct {
 	// (default 64 MiB); past it the connection is closed, as Redis's
 	// client-output-buffer-limit does.
 	OutputLimit int
+	// IO is how connections are served: "goroutines" (the default), one
+	// goroutine per connection, or "loop", event loops that journal each
+	// pass's increments with one write (loop.go).
+	IO string
 	// Budgets serves BUDGET, TAKE and NEXT; nil refuses them.
 	Budgets *budget.Manager
 	Logger  *slog.Logger
@@ -58,10 +63,15 @@ type Server struct {
 	buf  *pending.Buffer
 	opts Options
 
-	mu      sync.Mutex
-	conns   map[net.Conn]struct{}
-	closing bool // set once Serve's context ends; guarded by mu
-	wg      sync.WaitGroup
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	nloop int    // connections served by loops; guarded by mu
+	loops *loops // set by Serve when Options.IO is "loop"
+	// loopHook, when set (tests), runs on each loop before it waits.
+	loopHook  func()
+	loopCount int  // loops to start (tests); 0: GOMAXPROCS
+	closing   bool // set once Serve's context ends; guarded by mu
+	wg        sync.WaitGroup
 
 	m   serverMetrics
 	out outputMetrics
@@ -109,6 +119,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.reg.setSocket(ln.Addr().String())
 	connCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardStop()
+	if s.opts.IO == IOLoop {
+		ls, err := s.startLoops(connCtx)
+		if err != nil {
+			return fmt.Errorf("start event loops: %w", err)
+		}
+		s.mu.Lock()
+		s.loops = ls
+		s.mu.Unlock()
+		defer ls.stop()
+	}
 	stop := context.AfterFunc(ctx, func() {
 		s.opts.Logger.Info("shutting down: stopped accepting; connections answer what they already sent",
 			"connections", s.Conns(), "timeout", s.opts.ShutdownTimeout)
@@ -144,7 +164,11 @@ func (s *Server) shutdown(ln net.Listener) {
 	for c := range s.conns {
 		_ = c.SetReadDeadline(time.Now())
 	}
+	ls := s.loops
 	s.mu.Unlock()
+	if ls != nil {
+		ls.drain()
+	}
 	ln.Close()
 }
 
@@ -154,6 +178,9 @@ func (s *Server) closeAll() {
 	defer s.mu.Unlock()
 	for c := range s.conns {
 		c.Close()
+	}
+	if s.loops != nil {
+		s.loops.closeAll()
 	}
 }
 
@@ -168,5 +195,11 @@ func (s *Server) draining() bool {
 func (s *Server) Conns() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.conns)
+	return len(s.conns) + s.nloop
 }
+
+// IO modes (Options.IO).
+const (
+	IOGoroutines = "goroutines"
+	IOLoop       = "loop"
+)

@@ -1,0 +1,206 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/journal"
+	"github.com/counterd/counterd/internal/pending"
+	"github.com/counterd/counterd/internal/slots"
+)
+
+// loopServer serves buf in loop mode on a real Unix socket.
+func loopServer(t *testing.T, buf *pending.Buffer, opts Options, hook func()) string {
+	t.Helper()
+	opts.IO = IOLoop
+	s := New(buf, opts)
+	s.loopHook = hook
+	if hook != nil {
+		s.loopCount = 1 // the hook parks the one loop
+	}
+	path := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, s, ln)
+	return path
+}
+
+type loopClient struct {
+	t *testing.T
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dialLoop(t *testing.T, path string) *loopClient {
+	t.Helper()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	return &loopClient{t, c, bufio.NewReader(c)}
+}
+
+func (c *loopClient) send(cmd string) {
+	c.t.Helper()
+	if _, err := c.c.Write([]byte(cmd)); err != nil {
+		c.t.Fatalf("write %q: %v", cmd, err)
+	}
+}
+
+func (c *loopClient) expect(want ...string) {
+	c.t.Helper()
+	for _, w := range want {
+		line, err := c.r.ReadString('\n')
+		if err != nil || line != w {
+			c.t.Fatalf("got %q, %v; want %q", line, err, w)
+		}
+	}
+}
+
+// countingJournal counts appends: one per loop pass with increments.
+type countingJournal struct {
+	*journal.Journal
+	appends atomic.Int64
+}
+
+func (j *countingJournal) Append(items []change.Change) (journal.Position, error) {
+	j.appends.Add(1)
+	return j.Journal.Append(items)
+}
+
+func openCounting(t *testing.T) *countingJournal {
+	t.Helper()
+	jr, _, err := journal.Open(journal.Options{Dir: t.TempDir(), Fsync: journal.FsyncNo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { jr.Close() })
+	return &countingJournal{Journal: jr}
+}
+
+// gateStore is emptyStore whose reads wait for release.
+type gateStore struct {
+	emptyStore
+	reading chan struct{}
+	release chan struct{}
+}
+
+func (g gateStore) Read(ctx context.Context, keys []string, ids []slots.Identity) (slots.Snapshot, error) {
+	g.reading <- struct{}{}
+	<-g.release
+	return g.emptyStore.Read(ctx, keys, ids)
+}
+
+func TestLoopPipelineOrder(t *testing.T) {
+	t.Parallel()
+	path := loopServer(t, pending.New(emptyStore{}, pending.Options{}), Options{}, nil)
+	c := dialLoop(t, path)
+	c.send("PING\r\n")
+	c.expect("+PONG\r\n")
+	c.send("INCR a\r\nINCR a\r\nGET a\r\nINCRBY a 5\r\nMULTI\r\nINCR a\r\nGET a\r\nEXEC\r\nPING\r\nINCR\r\n")
+	c.expect(":1\r\n", ":1\r\n", "$1\r\n", "2\r\n", ":5\r\n", "+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n",
+		"*2\r\n", ":1\r\n", "$1\r\n", "8\r\n", "+PONG\r\n", "-ERR wrong number of arguments for 'incr' command\r\n")
+	c.send("QUIT\r\n")
+	c.expect("+OK\r\n")
+	if _, err := c.r.ReadString('\n'); err == nil {
+		t.Fatal("connection still open after QUIT")
+	}
+}
+
+// The increments of many connections read in one pass are one journal
+// append.
+func TestLoopOnePassOneAppend(t *testing.T) {
+	t.Parallel()
+	jr := openCounting(t)
+	var armed atomic.Bool
+	parked, release := make(chan struct{}), make(chan struct{})
+	hook := func() {
+		if armed.CompareAndSwap(true, false) {
+			parked <- struct{}{}
+			<-release
+		}
+	}
+	path := loopServer(t, pending.New(emptyStore{}, pending.Options{Journal: jr}), Options{}, hook)
+	const n = 20
+	cs := make([]*loopClient, n)
+	for i := range cs {
+		cs[i] = dialLoop(t, path)
+		cs[i].send("PING\r\n")
+		cs[i].expect("+PONG\r\n")
+	}
+	waker := dialLoop(t, path)
+	armed.Store(true)
+	waker.send("PING\r\n") // wake the loop, so that it parks before its next wait
+	<-parked
+	before := jr.appends.Load()
+	for i, c := range cs {
+		c.send(fmt.Sprintf("INCR k%d\r\nINCRBY k 2\r\n", i))
+	}
+	close(release)
+	waker.expect("+PONG\r\n")
+	for _, c := range cs {
+		c.expect(":1\r\n", ":2\r\n")
+	}
+	if got := jr.appends.Load() - before; got != 1 {
+		t.Fatalf("journal appends for %d connections' increments read in one pass: got %d; want 1", n, got)
+	}
+}
+
+// A GET waiting on the database holds up neither other connections nor
+// the order of its own connection's replies.
+func TestLoopBlockingCommand(t *testing.T) {
+	t.Parallel()
+	g := gateStore{reading: make(chan struct{}), release: make(chan struct{})}
+	path := loopServer(t, pending.New(g, pending.Options{}), Options{}, nil)
+	a, b := dialLoop(t, path), dialLoop(t, path)
+	a.send("INCR k\r\nGET k\r\nINCR k\r\nPING\r\n")
+	<-g.reading
+	for range 3 {
+		b.send("INCR other\r\n")
+		b.expect(":1\r\n")
+	}
+	close(g.release)
+	a.expect(":1\r\n", "$1\r\n", "1\r\n", ":1\r\n", "+PONG\r\n")
+}
+
+// A client that pipelines without reading is paused at the output limit;
+// others are served meanwhile.
+func TestLoopNonReaderDoesNotStall(t *testing.T) {
+	t.Parallel()
+	path := loopServer(t, pending.New(emptyStore{}, pending.Options{}), Options{OutputLimit: 1 << 20}, nil)
+	slow, fast := dialLoop(t, path), dialLoop(t, path)
+	big := strings.Repeat("x", 64<<10)
+	cmd := fmt.Sprintf("ECHO %s\r\n", big)
+	done := make(chan error, 1)
+	go func() {
+		// Far more than socket buffers and half the limit: the server
+		// stops reading, so this blocks until the deadline.
+		_ = slow.c.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		for range 200 {
+			if _, err := slow.c.Write([]byte(cmd)); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for range 50 {
+		fast.send("INCR k\r\n")
+		fast.expect(":1\r\n")
+	}
+	if err := <-done; err == nil {
+		t.Fatal("the server read 12 MiB from a client that read none of its replies")
+	}
+}
