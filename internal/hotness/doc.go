@@ -93,7 +93,7 @@
 // and one or two locked adds; a hot one is the contended add on the key's
 // counter (34 ns on one CPU).
 //
-// Bytes reports 614,816 with defaults: the 512 KiB sketch, MaxHot entries
+// Bytes reports 614,856 with defaults: the 512 KiB sketch, MaxHot entries
 // of 64 bytes plus a pointer, and the largest index (16 KiB); the names of
 // hot keys come on top.
 package hotness
