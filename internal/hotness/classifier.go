@@ -3,7 +3,6 @@ package hotness
 import (
 	"hash/maphash"
 	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,7 +17,7 @@ type Classifier struct {
 
 	mask   uint64        // Every-1: an observation is counted when rand&mask == 0
 	weight uint64        // Every increments in counter units
-	rnd    func() uint64 // Options.Rand, or nil for math/rand/v2
+	rnd    func() uint64 // Options.Rand, or nil for the runtime's cheap random numbers
 
 	step     int64   // decay step, ns
 	perCount float64 // counter units to increments, times 1e9 (ns to s)
@@ -131,7 +130,7 @@ func (c *Classifier) counted() bool {
 	if c.rnd != nil {
 		return c.rnd()&c.mask == 0
 	}
-	return rand.Uint64()&c.mask == 0
+	return uint64(cheaprand())&c.mask == 0
 }
 
 // count adds Every increments for the key hashed h, whose hot-table entry

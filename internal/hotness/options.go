@@ -63,7 +63,7 @@ type Options struct {
 	// Values are rounded down to a power of two.
 	Every int
 	// Rand returns uniform random numbers for Every's choice; nil means
-	// math/rand/v2. Tests inject a seeded source.
+	// the runtime's per-thread generator. Tests inject a seeded source.
 	Rand func() uint64
 	// Now is the clock; nil means time.Now (read through the monotonic
 	// clock). Tests inject a fake clock.
