@@ -33,6 +33,22 @@
 // are decayed as if they had arrived before it, undercounting them by about
 // 2^(-delay/HalfLife): nothing for a delay of milliseconds.
 //
+// # Sampled observation
+//
+// Only one call in Options.Every (4 by default), picked with a cheap
+// runtime random number, is counted, with weight Every: the sketch and the
+// hot table see a quarter of the calls, so a quarter of the cache misses
+// and locked adds. Counts stay unbiased, so rates and the moment a key
+// turns hot are the same on average; what changes is the noise. A decayed
+// count at rate r holds about r*HalfLife/ln 2 events, 1443 at the default
+// HotRate, and counting one in Every leaves 1/Every of them, so its
+// relative standard deviation is sqrt(Every*ln 2/(r*HalfLife)). The
+// automatic Every is the largest power of two (at most MaxEvery) leaving
+// 256 counted events at HotRate: 6.25% noise at the threshold, less above
+// it. Observe still hashes every call and looks the key up in the hot
+// table, because it returns N; Tally, for keys that are never sampled,
+// returns before hashing on the calls it does not count.
+//
 // # Sketch
 //
 // Depth rows of Width counters (default 4 x 16384, 512 KiB), one maphash

@@ -3,6 +3,7 @@ package hotness_test
 import (
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -136,5 +137,35 @@ func TestTally(t *testing.T) {
 		if !isHot(c, "post:42") {
 			t.Errorf("Every %d: a key tallied at 5,000/s is not hot", c.Every())
 		}
+	}
+}
+
+// TestSampledConcurrent runs Observe, Tally and readers at once on the
+// default (sampled, runtime random numbers) classifier, for the race
+// detector, and checks that a key observed from every goroutine is hot.
+func TestSampledConcurrent(t *testing.T) {
+	t.Parallel()
+	clk := newFakeClock()
+	c := hotness.New(hotness.Options{Now: clk.Now, Width: 1024})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			key := []byte("post:viral")
+			for i := range 20000 {
+				if w == 0 && i%100 == 0 {
+					clk.Advance(10 * time.Millisecond) // 2,000 calls per 10ms: 200,000/s
+					c.Hot()
+				}
+				if w%2 == 0 {
+					c.Observe(key)
+				} else {
+					c.Tally(key)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if !isHot(c, "post:viral") {
+		t.Errorf("a key observed at about 200,000/s from 4 goroutines is not hot; hot: %v", c.Hot())
 	}
 }
