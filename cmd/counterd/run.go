@@ -154,6 +154,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		Recovered:      recoveredRounds(jr, recovered),
 		Prepare:        prepare,
 		Interval:       cfg.FlushInterval,
+		IntervalMax:    cfg.FlushIntervalMax,
 		MaxKeys:        cfg.FlushMaxKeys,
 		MaxPendingKeys: cfg.MaxPendingKeys,
 		Windows:        win,
@@ -236,7 +237,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	var budgetsDone sync.WaitGroup
 	budgetsDone.Go(func() { budgets.Run(ctx) })
 
-	log.Info("counterd ready", "socket", cfg.Socket, "ack", cfg.Ack, "io", cfg.IO, "slots", cfg.Slots, "writers", cfg.Writers, "flush_interval", cfg.FlushInterval, "windows", win.String())
+	log.Info("counterd ready", "socket", cfg.Socket, "ack", cfg.Ack, "io", cfg.IO, "slots", cfg.Slots, "writers", cfg.Writers, "flush_interval", cfg.FlushInterval, "flush_interval_max", cfg.FlushIntervalMax, "windows", win.String())
 	serveErr := srv.Serve(ctx, ln)
 	log.Info("stopped accepting; flushing", "pending_keys", buf.PendingKeys(), "queued_rounds", buf.QueuedRounds())
 	stopFlusher()

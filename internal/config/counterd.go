@@ -35,7 +35,11 @@ type Counterd struct {
 	JournalMaxBytes int64             `env:"COUNTERD_JOURNAL_MAX_BYTES" envDefault:"1073741824" help:"refuse increments (-BUSY) past this many bytes of unflushed journal"`
 	Ack             string            `env:"COUNTERD_ACK" envDefault:"journal" help:"reply to increments once journaled (journal) or once committed in PostgreSQL (commit)"`
 
-	FlushInterval time.Duration `env:"COUNTERD_FLUSH_INTERVAL" envDefault:"100ms" help:"write coalesced increments at least this often"`
+	FlushInterval time.Duration `env:"COUNTERD_FLUSH_INTERVAL" envDefault:"100ms" help:"cut a round of coalesced increments this often while PostgreSQL keeps up"`
+	// 1s: ten default rounds' worth of coalescing when PostgreSQL is the
+	// bottleneck, while SQL readers still see an increment within a second
+	// (GET reads pending increments anyway).
+	FlushIntervalMax time.Duration `env:"COUNTERD_FLUSH_INTERVAL_MAX" envDefault:"1s" help:"longest a round accumulates: rounds grow up to this while PostgreSQL is busy writing them; at or below COUNTERD_FLUSH_INTERVAL rounds are fixed"`
 	// 10k keys per statement keeps one flush well under a second on a
 	// laptop while amortising the round trip.
 	FlushMaxKeys   int           `env:"COUNTERD_FLUSH_MAX_KEYS" envDefault:"10000" help:"flush early once this many distinct keys are pending"`

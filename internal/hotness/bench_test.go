@@ -106,3 +106,36 @@ func BenchmarkHot(b *testing.B) {
 		c.Hot()
 	}
 }
+
+// BenchmarkTallyCold is BenchmarkObserveCold through Tally, the call for
+// keys that are never sampled: three calls in four (default Every) return
+// after a random number.
+func BenchmarkTallyCold(b *testing.B) {
+	keys := distinctKeys(1 << 20)
+	c := hotness.New(hotness.Options{})
+	defer c.Close()
+	var next atomic.Uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := next.Add(1 << 18)
+		for pb.Next() {
+			c.Tally(keys[i&(1<<20-1)])
+			i++
+		}
+	})
+}
+
+// BenchmarkTallyHot is BenchmarkObserveHot through Tally.
+func BenchmarkTallyHot(b *testing.B) {
+	c := hotness.New(hotness.Options{})
+	defer c.Close()
+	key := []byte("post:42")
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c.Tally(key)
+		}
+	})
+}

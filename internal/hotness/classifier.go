@@ -15,6 +15,10 @@ type Classifier struct {
 	seed maphash.Seed
 	sk   sketch
 
+	mask   uint64        // Every-1: an observation is counted when rand&mask == 0
+	weight uint64        // Every increments in counter units
+	rnd    func() uint64 // Options.Rand, or nil for the runtime's cheap random numbers
+
 	step     int64   // decay step, ns
 	perCount float64 // counter units to increments, times 1e9 (ns to s)
 	base     float64 // steady-state count/rate ratio right after a step, ns
@@ -46,6 +50,9 @@ func New(opts Options) *Classifier {
 		sk:      newSketch(opts.Width, opts.Depth),
 		step:    max(int64(opts.HalfLife)/stepsPerHalfLife, 1),
 		entries: make([]*entry, 0, opts.MaxHot),
+		mask:    uint64(opts.Every - 1),
+		weight:  uint64(opts.Every) * one,
+		rnd:     opts.Rand,
 	}
 	// A steady rate r leaves a count of r*(s*f/(1-f) + u) at phase u of a
 	// step of length s with per-step decay f; see the package doc.
@@ -80,8 +87,9 @@ func (c *Classifier) now() int64 {
 // Observe records one increment event for key and returns the sampling
 // factor to use for it: 1 for a key that is not hot, and for a hot key
 // N = clamp(round(rate/Target), 1, MaxN), which is N >= 2 unless the key's
-// rate is below 1.5*Target. It does not retain key and allocates only when
-// a key becomes hot.
+// rate is below 1.5*Target. One call in Options.Every is counted, with
+// weight Every; the others only look the key up in the hot table. It does
+// not retain key and allocates only when a key becomes hot.
 func (c *Classifier) Observe(key []byte) (n int) {
 	now := c.now()
 	start := c.tick(now, c.epochStart.Load(), false)
@@ -89,8 +97,48 @@ func (c *Classifier) Observe(key []byte) (n int) {
 	// Rates are compared as counts against threshold*denominator, so the hot
 	// path divides once, and only for a hot key.
 	d := c.denom(now, start)
-	if e := c.index.Load().find(h); e != nil {
-		v := float64(e.count.Add(one))
+	e := c.index.Load().find(h)
+	if !c.counted() {
+		if e != nil {
+			return c.factor(float64(e.count.Load()), d)
+		}
+		return 1
+	}
+	return c.count(h, key, e, now, d)
+}
+
+// Tally records one increment event for key, as Observe does, for a caller
+// that has no use for the sampling factor (the key is never sampled): the
+// calls Every leaves uncounted return at once, without hashing the key or
+// reading the clock, so with the default Every of 4 three calls in four cost
+// a random number and nothing else.
+func (c *Classifier) Tally(key []byte) {
+	if !c.counted() {
+		return
+	}
+	now := c.now()
+	start := c.tick(now, c.epochStart.Load(), false)
+	h := maphash.Bytes(c.seed, key)
+	c.count(h, key, c.index.Load().find(h), now, c.denom(now, start))
+}
+
+// counted picks the calls that are counted: one in Every, at random.
+func (c *Classifier) counted() bool {
+	if c.mask == 0 {
+		return true
+	}
+	if c.rnd != nil {
+		return c.rnd()&c.mask == 0
+	}
+	return uint64(cheaprand())&c.mask == 0
+}
+
+// count adds Every increments for the key hashed h, whose hot-table entry
+// is e (nil when cold), at time now with rate denominator d, and returns
+// its sampling factor.
+func (c *Classifier) count(h uint64, key []byte, e *entry, now int64, d float64) int {
+	if e != nil {
+		v := float64(e.count.Add(c.weight))
 		if v < c.coolCount*d {
 			c.leave(e, now)
 			return 1
@@ -99,7 +147,7 @@ func (c *Classifier) Observe(key []byte) (n int) {
 	}
 	var idx cols
 	c.sk.locate(h, &idx)
-	v := c.sk.add(&idx)
+	v := c.sk.add(&idx, c.weight)
 	if float64(v) < c.hotCount*d || v <= c.floor.Load() {
 		return 1
 	}
@@ -155,3 +203,7 @@ func (c *Classifier) factor(v, d float64) int {
 	}
 	return int(n)
 }
+
+// Every returns how many observations stand for one counted one: the
+// effective Options.Every.
+func (c *Classifier) Every() int { return int(c.weight / one) }

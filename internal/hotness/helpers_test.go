@@ -29,9 +29,14 @@ func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 // newT returns a classifier on a fresh fake clock. Unless opts.Width is set
 // the sketch is small (1024 wide): tests about a few keys don't need more,
 // and a decay pass over the default sketch is slow under the race detector.
+// Unless opts.Every is set every call is counted (Every 1), so that rates
+// are exact; sampled_test.go covers sampled observation.
 func newT(opts hotness.Options) (*hotness.Classifier, *fakeClock) {
 	clk := newFakeClock()
 	opts.Now = clk.Now
+	if opts.Every == 0 {
+		opts.Every = 1
+	}
 	if opts.Width == 0 {
 		opts.Width = 1024
 	}

@@ -172,7 +172,7 @@ func TestHotSortedAndBounded(t *testing.T) {
 
 func TestClose(t *testing.T) {
 	t.Parallel()
-	c := hotness.New(hotness.Options{}) // real clock: starts a goroutine
+	c := hotness.New(hotness.Options{Every: 1}) // real clock: starts a goroutine; every call counted
 	if got := c.Observe([]byte("post:42")); got != 1 {
 		t.Errorf("first Observe = %d; want 1", got)
 	}

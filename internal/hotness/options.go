@@ -1,6 +1,10 @@
 package hotness
 
-import "time"
+import (
+	"math"
+	"math/bits"
+	"time"
+)
 
 // Defaults used for zero (or out-of-range) fields of Options.
 const (
@@ -17,6 +21,13 @@ const (
 	DefaultDepth = 4
 	// MaxDepth bounds Depth so Observe can keep its row indices on the stack.
 	MaxDepth = 16
+	// MaxEvery caps the automatic observation sampling factor.
+	MaxEvery = 64
+	// minCounted is how many counted observations the automatic Every
+	// leaves in the steady-state count of a key at HotRate
+	// (HotRate*HalfLife/ln 2 increments): the count's relative standard
+	// deviation is then at most 1/sqrt(256) = 6.25%.
+	minCounted = 256
 )
 
 // Options configure a Classifier. The zero value is usable: every zero field
@@ -42,6 +53,18 @@ type Options struct {
 	// Width and Depth are the sketch dimensions (defaults 16384 x 4, at
 	// most MaxDepth rows). Memory is 8*Width*Depth bytes, fixed.
 	Width, Depth int
+	// Every counts one observation in Every, chosen at random, with
+	// weight Every, so the sketch and the hot table are touched on 1/Every
+	// of the calls. Rates stay unbiased and a key is detected at the same
+	// time on average; a count holds about 1/Every as many events, so it
+	// carries more noise. 0 picks the largest power of two (at most
+	// MaxEvery) that leaves at least 256 counted events in the steady-state
+	// count of a key at HotRate: 4 at the defaults. 1 counts every call.
+	// Values are rounded down to a power of two.
+	Every int
+	// Rand returns uniform random numbers for Every's choice; nil means
+	// the runtime's per-thread generator. Tests inject a seeded source.
+	Rand func() uint64
 	// Now is the clock; nil means time.Now (read through the monotonic
 	// clock). Tests inject a fake clock.
 	Now func() time.Time
@@ -75,5 +98,21 @@ func (o Options) withDefaults() Options {
 		o.Depth = DefaultDepth
 	}
 	o.Depth = min(o.Depth, MaxDepth)
+	if o.Every <= 0 {
+		o.Every = autoEvery(o.HotRate, o.HalfLife)
+	}
+	o.Every = 1 << (bits.Len(uint(o.Every)) - 1) // a power of two: a mask picks
 	return o
+}
+
+// autoEvery is the default Every: the largest power of two, at most
+// MaxEvery, that leaves minCounted counted events in the steady-state count
+// of a key at hotRate.
+func autoEvery(hotRate float64, halfLife time.Duration) int {
+	events := hotRate * halfLife.Seconds() / math.Ln2
+	e := 1
+	for e < MaxEvery && events/float64(2*e) >= minCounted {
+		e *= 2
+	}
+	return e
 }

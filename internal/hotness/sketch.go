@@ -47,11 +47,11 @@ func (s *sketch) locate(h uint64, idx *cols) {
 	}
 }
 
-// add counts one increment for the key in idx and returns its new
+// add counts w counter units for the key in idx and returns its new
 // estimate. Conservative update: only the cells below estimate+1 are raised
 // to it, so a collision inflates fewer cells; the loads first also let the
 // depth cache misses overlap before the first locked add.
-func (s *sketch) add(idx *cols) uint64 {
+func (s *sketch) add(idx *cols, w uint64) uint64 {
 	var vals [MaxDepth]uint64
 	m := uint64(math.MaxUint64)
 	for i := range s.depth {
@@ -59,7 +59,7 @@ func (s *sketch) add(idx *cols) uint64 {
 		vals[i] = v
 		m = min(m, v)
 	}
-	want := m + one
+	want := m + w
 	est := uint64(math.MaxUint64)
 	for i := range s.depth {
 		v := vals[i]

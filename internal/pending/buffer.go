@@ -32,8 +32,14 @@ type Options struct {
 	// daemon migrates the schema there, so it can start without a
 	// database).
 	Prepare func(context.Context) error
-	// Interval is the longest an accepted change waits for a round.
+	// Interval is how long an accepted change waits for a round while
+	// PostgreSQL keeps up.
 	Interval time.Duration
+	// IntervalMax is the longest an accepted change waits for a round:
+	// rounds grow towards it while their writes keep PostgreSQL busy more
+	// than half the time (see pacer). At or below Interval (the default)
+	// rounds are cut every Interval.
+	IntervalMax time.Duration
 	// RoundTimeout bounds one attempt to write a round (default 30s).
 	RoundTimeout time.Duration
 	// MaxKeys starts a round early once this many keys are pending.
@@ -86,7 +92,8 @@ func New(store Store, opts Options) *Buffer {
 	if opts.Identity == (slots.Identity{}) {
 		opts.Identity = slots.Identity{Instance: randomHex(), Generation: randomHex()}
 	}
-	f := &Flusher{store: store, opts: opts, doneCh: make(chan struct{}), kick: make(chan struct{}, 1)}
+	f := &Flusher{store: store, opts: opts, doneCh: make(chan struct{}), kick: make(chan struct{}, 1),
+		pace: newPacer(opts.Interval, opts.IntervalMax), now: time.Now}
 	a := &Accumulator{
 		jr:         opts.Journal,
 		id:         opts.Identity,

@@ -12,8 +12,9 @@
 // segment.
 //
 // The Flusher is the write path. A single goroutine (Run) cuts a round when
-// the interval elapses, when many keys are pending, or when someone calls
-// Flush, and writes the queued rounds, oldest first, with their identity
+// the interval elapses (Interval, growing towards IntervalMax while writes
+// keep PostgreSQL busy: see pacer), when many keys are pending, or when
+// someone calls Flush, and writes the queued rounds, oldest first, with their identity
 // (instance, generation, sequence number), retrying with backoff while the
 // store fails. A round the store already has (a retry whose reply was lost,
 // or a journal replayed after a crash) is written once per lane.

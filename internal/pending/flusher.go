@@ -30,7 +30,10 @@ type Flusher struct {
 	store Store
 	opts  Options
 
-	prepared bool // Prepare has succeeded; Run's goroutine only
+	prepared bool      // Prepare has succeeded; Run's goroutine only
+	pace     *pacer    // how long rounds accumulate
+	lastCut  time.Time // when the last round was cut (or found nothing); Run's goroutine only
+	now      func() time.Time
 
 	mu       sync.Mutex
 	rounds   []*round      // cut, not yet committed; oldest first
@@ -77,8 +80,13 @@ func (f *Flusher) QueuedRounds() int {
 // Run flushes rounds until ctx ends, then flushes what remains, retrying
 // until drain ends. It returns an error only if changes could not be
 // committed by then; they stay in the journal for the next start.
+//
+// A round is cut one interval (see pacer) after the previous one, or at
+// once when the previous write took longer, when Kick is called (a
+// waiter: FLUSH, WaitCommitted, COUNTERD_ACK=commit) or when MaxKeys keys
+// are pending.
 func (f *Flusher) Run(ctx, drain context.Context) error {
-	t := time.NewTicker(f.opts.Interval)
+	t := time.NewTimer(f.pace.interval())
 	defer t.Stop()
 	check := time.NewTicker(overflowCheck)
 	defer check.Stop()
@@ -86,7 +94,7 @@ func (f *Flusher) Run(ctx, drain context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			if err := f.flushAll(drain); err != nil {
+			if err := f.flushAll(drain, false); err != nil {
 				return fmt.Errorf("final flush: %d rounds and %d keys not committed: %w", f.QueuedRounds(), f.acc.PendingKeys(), err)
 			}
 			return nil
@@ -100,25 +108,40 @@ func (f *Flusher) Run(ctx, drain context.Context) error {
 			continue // shutting down: the final flush above does the rest
 		}
 		// flushAll retries until it succeeds or ctx ends.
-		_ = f.flushAll(ctx)
+		_ = f.flushAll(ctx, true)
+		t.Reset(f.pace.next(f.lastCut, f.now()))
 	}
 }
 
+// Interval returns how long rounds accumulate now: Options.Interval, or
+// up to Options.IntervalMax while PostgreSQL is the bottleneck.
+func (f *Flusher) Interval() time.Duration { return f.pace.interval() }
+
 // flushAll commits the queued rounds, oldest first, then cuts and commits
-// what has accumulated. While the store fails it retries with capped,
+// what has accumulated: one round when paced, else until nothing is left
+// (the final flush). While the store fails it retries with capped,
 // jittered backoff, and accumulates rather than queueing more rounds.
-func (f *Flusher) flushAll(ctx context.Context) error {
+func (f *Flusher) flushAll(ctx context.Context, paced bool) error {
+	cuts := 0
 	for attempt := 0; ; {
 		if f.QueuedRounds() == 0 {
+			if paced && cuts > 0 {
+				return nil // the next round waits for its interval
+			}
 			cut, err := f.acc.Cut()
 			if err != nil {
 				// Keep accumulating into the open segment.
 				f.opts.Logger.Error("cut round", "err", err)
 			}
+			f.lastCut = f.now()
 			if !cut {
+				if err == nil {
+					f.pace.idle()
+				}
 				f.markIdle()
 				return err
 			}
+			cuts++
 			f.seal()
 		}
 		err := f.commitOldest(ctx)
@@ -173,6 +196,7 @@ func (f *Flusher) commitOldest(ctx context.Context) error {
 	f.mu.Unlock()
 	batch := r.batch()
 	start := time.Now()
+	began := f.now()
 	r.attempts++
 	wctx, cancel := context.WithTimeout(ctx, f.opts.RoundTimeout)
 	res, err := f.store.ApplyOnce(wctx, r.id, batch)
@@ -180,6 +204,7 @@ func (f *Flusher) commitOldest(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("commit round %d (%d keys, attempt %d): %w", r.id.Seq, len(batch), r.attempts, err)
 	}
+	f.pace.wrote(f.now().Sub(began))
 	f.mu.Lock()
 	f.rounds = f.rounds[1:]
 	from := f.done + 1

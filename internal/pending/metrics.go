@@ -18,6 +18,9 @@ type bufferMetrics struct {
 func newBufferMetrics(set *metrics.Set, b *Buffer) *bufferMetrics {
 	set.NewGauge(`counterd_pending_keys`, func() float64 { return float64(b.PendingKeys()) })
 	set.NewGauge(`counterd_queued_rounds`, func() float64 { return float64(b.QueuedRounds()) })
+	// How long rounds accumulate now (COUNTERD_FLUSH_INTERVAL up to
+	// COUNTERD_FLUSH_INTERVAL_MAX).
+	set.NewGauge(`counterd_flush_interval_seconds`, func() float64 { return b.flusher.Interval().Seconds() })
 	// Keys whose stored total is beyond int64 (counter_overflows).
 	set.NewGauge(`counterd_overflowed_keys`, func() float64 { return float64(b.flusher.Overflowed()) })
 	return &bufferMetrics{

@@ -73,8 +73,10 @@ func (c *session) incr(args [][]byte) bool {
 
 // sample observes one increment event of weight d and, when its key is hot
 // and matches Options.Sample, applies the probabilistic increment: INCRBY
-// k d is one event of weight d, recorded as N·d with probability 1/N.
-// Only hot keys are matched, and matching does not allocate.
+// k d is one event of weight d, recorded as N·d with probability 1/N. A key
+// that can never be sampled (no pattern matches, or none is set) is only
+// tallied for HOT, which skips most calls at once; matching does not
+// allocate.
 func (s *Server) sample(key []byte, d int64) change.Change {
 	// The key aliases the read buffer until the group ends: AddGroup
 	// copies what it keeps.
@@ -82,8 +84,12 @@ func (s *Server) sample(key []byte, d int64) change.Change {
 	if s.opts.Hot == nil {
 		return it
 	}
+	if !s.opts.Sample.Match(it.Key) {
+		s.opts.Hot.Tally(key)
+		return it
+	}
 	n := s.opts.Hot.Observe(key)
-	if n <= 1 || !s.opts.Sample.Match(it.Key) {
+	if n <= 1 {
 		return it
 	}
 	it.Delta, it.Var = hotness.Sample(d, n, rand.Uint64())
