@@ -100,7 +100,7 @@ type Counterd struct {
 	// 30s: far longer than any healthy client takes to read, short
 	// enough that a stuck one does not hold a connection slot for long.
 	ClientWriteTimeout time.Duration `env:"COUNTERD_CLIENT_WRITE_TIMEOUT" envDefault:"30s" help:"a client that does not take its pending replies within this long is disconnected"`
-	IO                 string        `env:"COUNTERD_IO" envDefault:"goroutines" help:"how connections are served: goroutines (one per connection) or loop (event loops, one journal write per loop pass; experimental)"`
+	IO                 string        `env:"COUNTERD_IO" envDefault:"loop" help:"how connections are served: loop (event loops, one journal write per loop pass) or goroutines (one per connection)"`
 	ShutdownTimeout    time.Duration `env:"COUNTERD_SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long connections may take to answer what they already sent (then they are closed), and then how long to keep retrying the final flush"`
 	LogLevel           slog.Level    `env:"COUNTERD_LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
 	LogFormat          string        `env:"COUNTERD_LOG_FORMAT" envDefault:"text" help:"text or json"`

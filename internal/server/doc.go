@@ -40,7 +40,7 @@
 // MULTI/EXEC (multi.go) queues commands, checked as they arrive, and EXEC
 // accepts all their increments as one journal record or none of them.
 //
-// With Options.IO "loop" (COUNTERD_IO=loop, experimental) connections are
+// With Options.IO "loop" (COUNTERD_IO=loop, the daemon's default) connections are
 // served by GOMAXPROCS event loops instead (loop.go, loop_pass.go): each
 // owns an epoll instance, reads every readable connection once per pass
 // (edge-triggered, a short read means drained, so no read finds nothing),

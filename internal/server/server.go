@@ -48,7 +48,7 @@ type Options struct {
 	// (default 64 MiB); past it the connection is closed, as Redis's
 	// client-output-buffer-limit does.
 	OutputLimit int
-	// IO is how connections are served: "goroutines" (the default), one
+	// IO is how connections are served: "goroutines" (the zero value), one
 	// goroutine per connection, or "loop", event loops that journal each
 	// pass's increments with one write (loop.go).
 	IO string
