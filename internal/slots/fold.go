@@ -41,6 +41,18 @@ type FoldOptions struct {
 	OnMissing func(t *targets.Target, keys []string)
 }
 
+// defaults returns the chunk size and clock o asks for, or their defaults.
+func (o FoldOptions) defaults() (chunk int, clock func() time.Time) {
+	chunk, clock = o.Chunk, o.Clock
+	if chunk <= 0 {
+		chunk = DefaultFoldChunk
+	}
+	if clock == nil {
+		clock = time.Now
+	}
+	return chunk, clock
+}
+
 // FoldResult says what a fold pass moved and what it left.
 type FoldResult struct {
 	// Rows is how many slot rows were folded and deleted.
@@ -117,14 +129,7 @@ func (p position) String() string {
 // other failure ends the pass with an error naming the chunk's key range.
 func (s *Store) Fold(ctx context.Context, opts FoldOptions) (FoldResult, error) {
 	var res FoldResult
-	chunk := opts.Chunk
-	if chunk <= 0 {
-		chunk = DefaultFoldChunk
-	}
-	clock := opts.Clock
-	if clock == nil {
-		clock = time.Now
-	}
+	chunk, clock := opts.defaults()
 	var stamp *time.Time
 	if !opts.UpdatedAt.IsZero() {
 		stamp = &opts.UpdatedAt

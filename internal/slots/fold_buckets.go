@@ -40,14 +40,7 @@ type bucketPos struct {
 // started. Counts are numeric, so no chunk can fail for its data.
 func (s *Store) FoldBuckets(ctx context.Context, opts FoldOptions) (BucketFoldResult, error) {
 	var res BucketFoldResult
-	chunk := opts.Chunk
-	if chunk <= 0 {
-		chunk = DefaultFoldChunk
-	}
-	clock := opts.Clock
-	if clock == nil {
-		clock = time.Now
-	}
+	chunk, clock := opts.defaults()
 	start := clock()
 	var end bucketPos
 	err := s.pool.QueryRow(ctx, lastBucketSlot).Scan(&end.key, &end.width, &end.start, &end.slot)
@@ -93,14 +86,7 @@ func (s *Store) FoldBuckets(ctx context.Context, opts FoldOptions) (BucketFoldRe
 // database's now() when zero), chunk rows per transaction, skipping rows
 // a fold holds. It stops after MaxDuration, when positive.
 func (s *Store) ExpireBuckets(ctx context.Context, now time.Time, opts FoldOptions) (deleted int64, limited bool, err error) {
-	chunk := opts.Chunk
-	if chunk <= 0 {
-		chunk = DefaultFoldChunk
-	}
-	clock := opts.Clock
-	if clock == nil {
-		clock = time.Now
-	}
+	chunk, clock := opts.defaults()
 	var at *time.Time
 	if !now.IsZero() {
 		at = &now
