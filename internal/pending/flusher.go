@@ -92,13 +92,15 @@ func (f *Flusher) Run(ctx, drain context.Context) error {
 	defer check.Stop()
 	f.countOverflows(ctx)
 	for {
+		timed := false
 		select {
 		case <-ctx.Done():
-			if err := f.flushAll(drain, false); err != nil {
+			if err := f.flushAll(drain, false, false); err != nil {
 				return fmt.Errorf("final flush: %d rounds and %d keys not committed: %w", f.QueuedRounds(), f.acc.PendingKeys(), err)
 			}
 			return nil
 		case <-t.C:
+			timed = true
 		case <-f.kick:
 		case <-check.C:
 			f.countOverflows(ctx)
@@ -108,7 +110,7 @@ func (f *Flusher) Run(ctx, drain context.Context) error {
 			continue // shutting down: the final flush above does the rest
 		}
 		// flushAll retries until it succeeds or ctx ends.
-		_ = f.flushAll(ctx, true)
+		_ = f.flushAll(ctx, true, timed)
 		t.Reset(f.pace.next(f.lastCut, f.now()))
 	}
 }
@@ -121,7 +123,10 @@ func (f *Flusher) Interval() time.Duration { return f.pace.interval() }
 // what has accumulated: one round when paced, else until nothing is left
 // (the final flush). While the store fails it retries with capped,
 // jittered backoff, and accumulates rather than queueing more rounds.
-func (f *Flusher) flushAll(ctx context.Context, paced bool) error {
+// timed says the pacer's timer asked for the cut: only then does finding
+// nothing shrink the interval (a FLUSH right after a paced round finds
+// nothing too, whatever PostgreSQL's load).
+func (f *Flusher) flushAll(ctx context.Context, paced, timed bool) error {
 	cuts := 0
 	for attempt := 0; ; {
 		if f.QueuedRounds() == 0 {
@@ -135,7 +140,7 @@ func (f *Flusher) flushAll(ctx context.Context, paced bool) error {
 			}
 			f.lastCut = f.now()
 			if !cut {
-				if err == nil {
+				if err == nil && timed {
 					f.pace.idle()
 				}
 				f.markIdle()

@@ -101,7 +101,7 @@ func TestPacedRounds(t *testing.T) {
 			}
 		}
 		before := len(store.rounds)
-		if err := f.flushAll(ctx, true); err != nil {
+		if err := f.flushAll(ctx, true, true); err != nil {
 			t.Fatal(err)
 		}
 		if got := len(store.rounds) - before; n > 0 && got != 1 {
@@ -132,5 +132,35 @@ func TestPacedRounds(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("intervals once the store is fast: %v; want %v", got, want)
+	}
+}
+
+// A cut that finds nothing shrinks the interval only when the pacer's
+// timer asked for it: a FLUSH right after a paced round finds nothing
+// whatever PostgreSQL's load, and must not halve rounds that are long
+// because the database is slow.
+func TestKickedEmptyCutKeepsInterval(t *testing.T) {
+	t.Parallel()
+	b := New(&slowStore{}, Options{Interval: 100 * time.Millisecond, IntervalMax: time.Second})
+	f := b.flusher
+	for range 3 {
+		f.pace.wrote(time.Second) // a slow store: 100 → 200 → 400 → 800 ms
+	}
+	grown := f.Interval()
+	if grown <= 100*time.Millisecond {
+		t.Fatalf("interval %v after slow writes; want it grown", grown)
+	}
+	ctx := context.Background()
+	if err := f.flushAll(ctx, true, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Interval(); got != grown {
+		t.Errorf("interval after a kicked empty cut: %v; want %v", got, grown)
+	}
+	if err := f.flushAll(ctx, true, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Interval(); got != grown/2 {
+		t.Errorf("interval after a timed empty cut: %v; want %v", got, grown/2)
 	}
 }
