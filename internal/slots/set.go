@@ -93,6 +93,14 @@ func (s *Store) writeTxOnce(ctx context.Context, seq int64, p *part, grants *gra
 		}
 	}
 	if len(sets.keys) > 0 {
+		// Remove the keys' expiries first, in a statement of its own: it
+		// waits for a rollup deleting one of these keys as expired, and
+		// setBatch, a new statement, then reads the total that rollup
+		// left. (As a CTE of setBatch it ran on setBatch's snapshot, from
+		// before the rollup's delete: SET 5 of a key holding 100 left -95.)
+		if _, err := tx.Exec(ctx, unexpireBatch, sets.keys); err != nil {
+			return false, fmt.Errorf("set: remove expiries: %w", err)
+		}
 		tag, err := tx.Exec(ctx, setBatch, sets.keys, sets.deltas, sets.vars, sets.fallback)
 		if err != nil {
 			return false, fmt.Errorf("set: %w", err)
@@ -159,14 +167,15 @@ const advanceLanes = advancedCTE + `
 SELECT array_agg(l.name IN (SELECT instance FROM advanced) ORDER BY l.ord)
 FROM unnest($1::text[]) WITH ORDINALITY AS l(name, ord)`
 
+// unexpireBatch removes the expiries of the keys of $1 (SET and DEL do,
+// as in Redis), locking them first as the rollup's Expire and the write
+// path do.
+const unexpireBatch = `DELETE FROM counter_expiry WHERE key = ANY($1::text[])`
+
 // setBatch makes each key of $1 total $2 (with variance $3): it adds the
 // compensation to a free slot row, or the caller's random slot $4, as
-// writeBatch adds an increment, and removes the key's expiry (SET and DEL
-// do, as in Redis). Keys arrive sorted, handled one at a time.
+// writeBatch adds an increment. Keys arrive sorted, handled one at a time.
 const setBatch = `
-WITH unexpire AS (
-    DELETE FROM counter_expiry x WHERE x.key = ANY($1::text[])
-)
 INSERT INTO counter_slots AS cs (key, slot, count, variance)
 SELECT b.key, coalesce(f.slot, b.fallback), b.n - cur.n, b.v - cur.v
 FROM unnest($1::text[], $2::bigint[], $3::float8[], $4::smallint[]) AS b(key, n, v, fallback)

@@ -244,3 +244,66 @@ func TestKeyTTL(t *testing.T) {
 		t.Fatalf("expiry rows: got %v; want %v", got, want)
 	}
 }
+
+// A SET of a key the rollup is deleting as expired replaces what is left
+// after the rollup commits: it must not subtract the old total it saw
+// before the rollup's delete (that left SET 5 of a key holding 100 at
+// -95). The SET waits on the rollup's lock on the expiry row, then reads
+// the total afresh.
+func TestSetWaitsForExpiringRollup(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t, 4)
+	ctx := context.Background()
+	mustApply(t, s, slots.BatchID{Identity: slots.Identity{Instance: "w"}, Seq: 1}, change.Change{Key: "k", Kind: change.Total, Delta: 100})
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO counter_expiry (key, expires_at) VALUES ('k', now() - interval '1 second')`); err != nil {
+		t.Fatal(err)
+	}
+	// The rollup's expiry chunk, held open: it has locked the expiry row
+	// and deleted the key's rows.
+	rollup, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rollup.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
+	var pid int32
+	if err := rollup.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`SELECT 1 FROM counter_expiry WHERE key = 'k' FOR UPDATE`,
+		`DELETE FROM counter_slots WHERE key = 'k'`,
+		`DELETE FROM counters WHERE key = 'k'`,
+		`DELETE FROM counter_expiry WHERE key = 'k'`,
+	} {
+		if _, err := rollup.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.ApplyOnce(ctx, slots.BatchID{Identity: slots.Identity{Instance: "set"}, Seq: 1},
+			[]change.Change{{Key: "k", Kind: change.Set, Delta: 5}})
+		done <- err
+	}()
+	// Commit the rollup once the SET waits on it.
+	for waiting := false; !waiting; {
+		err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)))`, pid).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("SET finished before the rollup committed (%v); want it to wait on the expiry row", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if err := rollup.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := total(t, db, "k"); got != 5 {
+		t.Fatalf("total after SET 5 raced the rollup's expiry: %d; want 5", got)
+	}
+}
