@@ -1,5 +1,6 @@
 -- counter_expiry says when a key's total expires (EXPIRE, COUNTERD_KEY_TTL).
--- Once expires_at has passed the key reads as 0 (GET, counter_totals);
+-- Once expires_at has passed the key reads as 0 to counterd's GET (the
+-- SQL views show the old total until the key is reset or deleted);
 -- the next write of the key deletes the row and writes a compensation that
 -- zeroes what was stored, so its increments start a new life, and the
 -- rollup deletes expired keys' rows in bounded chunks.
@@ -17,6 +18,6 @@ CREATE TABLE counter_expiry (
 CREATE INDEX counter_expiry_by_time ON counter_expiry (expires_at);
 
 COMMENT ON TABLE counter_expiry IS
-    'When each key with an expiry expires (EXPIRE, COUNTERD_KEY_TTL). A key past expires_at reads as 0; the rollup deletes it.';
+    'When each key with an expiry expires (EXPIRE, COUNTERD_KEY_TTL). A key past expires_at reads as 0 to counterd''s GET; counter_totals shows its old total until its next write resets it or the rollup deletes it.';
 COMMENT ON COLUMN counter_expiry.idle IS
     'NULL for an explicit expiry; the idle retention for one COUNTERD_KEY_TTL set, renewed by each write of the key.';

@@ -92,10 +92,20 @@ func writeStatement(expiring, buckets bool) string {
 // transaction and nothing per key. A key whose first expiry is committed,
 // already passed, between this check and the write is reset by its next
 // write instead.
+//
+// Once it has seen an expiry, or this store wrote one, it answers true
+// without asking again: the check costs nothing more, and the window
+// does not reopen each time the rollup empties the table.
 func (s *Store) anyExpiry(ctx context.Context) (bool, error) {
+	if s.expiring.Load() {
+		return true, nil
+	}
 	var any bool
 	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM counter_expiry)`).Scan(&any); err != nil {
 		return false, fmt.Errorf("check for expiries: %w", err)
+	}
+	if any {
+		s.expiring.Store(true)
 	}
 	return any, nil
 }

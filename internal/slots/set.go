@@ -107,6 +107,9 @@ func (s *Store) writeTxOnce(ctx context.Context, seq int64, p *part, grants *gra
 		}
 		res.Updated += int(tag.RowsAffected())
 	}
+	if len(exps.keys) > 0 || len(ttl.keys) > 0 {
+		s.expiring.Store(true) // rounds from now on reset expired keys
+	}
 	if len(exps.keys) > 0 {
 		if _, err := tx.Exec(ctx, expireBatch, exps.keys, exps.deltas); err != nil {
 			return false, fmt.Errorf("expire: %w", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -59,6 +60,8 @@ type Store struct {
 	maxAttempts int
 	retention   func(key string, k change.Kind) (time.Duration, bool)
 	keyTTL      keyTTLFunc
+	// expiring is set once any key had an expiry (anyExpiry).
+	expiring atomic.Bool
 }
 
 // New returns a Store over pool, which must have the schema migrated.
