@@ -305,6 +305,10 @@ func (l *eloop) takeInbox() {
 			c.readable = true // data may have arrived before registration
 		} else {
 			c.busy = false
+			if c.doomed {
+				l.close(c)
+				continue
+			}
 			l.after(c, c.quit)
 		}
 		l.mark(c)

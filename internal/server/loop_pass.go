@@ -22,6 +22,9 @@ type lconn struct {
 	readable bool // epoll reported input not read yet (edge-triggered)
 	busy     bool // a goroutine runs its command; the loop keeps off
 	closed   bool
+	// doomed: close was asked while busy; the loop closes it when its
+	// command comes back (the goroutine still uses the session).
+	doomed bool
 	// cmd is the command a scan stopped at, parsed and not yet run; its
 	// arguments alias rd's buffer.
 	cmd [][]byte
@@ -366,9 +369,15 @@ func (l *eloop) writeTimeouts(now time.Time) {
 	}
 }
 
-// close ends c. A busy connection is closed when it comes back.
+// close ends c. A busy connection is closed when it comes back: its
+// goroutine still runs a command on its session, and Serve must not
+// return (nor the loop's descriptors close) before that command ends.
 func (l *eloop) close(c *lconn) {
 	if c.closed {
+		return
+	}
+	if c.busy {
+		c.doomed = true
 		return
 	}
 	c.closed = true
