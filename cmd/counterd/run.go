@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -157,6 +158,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		IntervalMax:    cfg.FlushIntervalMax,
 		MaxKeys:        cfg.FlushMaxKeys,
 		MaxPendingKeys: cfg.MaxPendingKeys,
+		Shards:         shardsFor(cfg.IO),
 		Windows:        win,
 		Clock:          clock,
 		Logger:         log,
@@ -277,4 +279,13 @@ func journalBytes(jr *journal.Journal) int64 {
 		return 0
 	}
 	return jr.Bytes()
+}
+
+// shardsFor is how many accept shards the buffer needs: one per event
+// loop (the server starts GOMAXPROCS of them), none for goroutines.
+func shardsFor(io string) int {
+	if io == "loop" {
+		return runtime.GOMAXPROCS(0)
+	}
+	return 0
 }

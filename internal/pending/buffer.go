@@ -46,6 +46,11 @@ type Options struct {
 	MaxKeys int
 	// MaxPendingKeys refuses new keys with ErrBackoff past this many.
 	MaxPendingKeys int
+	// Shards is how many callers accept changes at once through a Shard
+	// of their own (the server's event loops): each gets a part of the
+	// accumulating round behind its own lock (see shard.go). 0 means
+	// every caller shares one.
+	Shards int
 	// Windows, when not nil, adds each increment of a key it matches to
 	// the current bucket of each of the key's windows as well, in the
 	// same journal record.
@@ -98,8 +103,7 @@ func New(store Store, opts Options) *Buffer {
 		jr:         opts.Journal,
 		id:         opts.Identity,
 		nextSeq:    1,
-		cells:      newCells(0),
-		fresh:      make(map[change.ID]int64),
+		shards:     make([]*shard, 1+max(opts.Shards, 0)),
 		maxKeys:    int64(opts.MaxKeys),
 		maxPending: int64(opts.MaxPendingKeys),
 		win:        opts.Windows,
@@ -107,16 +111,21 @@ func New(store Store, opts Options) *Buffer {
 		kick:       f.Kick,
 		queue:      f.queue,
 	}
+	for i := range a.shards {
+		a.shards[i] = newShard()
+	}
+	a.bound = boundFor(len(a.shards))
 	f.acc = a
 	b := &Buffer{acc: a, flusher: f}
 	m := newBufferMetrics(opts.Metrics, b)
 	a.m, f.m = m, m
 	f.done = a.seq() - 1
 	for _, rec := range opts.Recovered {
-		r := &round{id: rec.ID, cells: newCells(len(rec.Changes)), recovered: true}
+		cs := newCells(len(rec.Changes))
 		for _, c := range rec.Changes {
-			r.cells.restore(c)
+			cs.restore(c)
 		}
+		r := &round{id: rec.ID, parts: parts{cs}, recovered: true}
 		f.rounds = append(f.rounds, r)
 		m.replayedRounds.Inc()
 	}
@@ -141,6 +150,17 @@ func (b *Buffer) Add(key []byte, delta int64) error {
 		return err
 	}
 	return errs[0]
+}
+
+// Shard returns the i-th caller's part of the accept path (see
+// Options.Shards); i past Options.Shards wraps around, and without shards
+// every caller shares shard 0.
+func (b *Buffer) Shard(i int) Shard {
+	a := b.acc
+	if len(a.shards) == 1 {
+		return Shard{a: a, s: a.shards[0]}
+	}
+	return Shard{a: a, s: a.shards[1+i%(len(a.shards)-1)]}
 }
 
 // AddGroup accepts a group of changes; see Accumulator.AddGroup.

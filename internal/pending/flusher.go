@@ -264,9 +264,9 @@ func (f *Flusher) removeSegment(seq uint64) {
 // markIdle records that nothing is queued or accumulating: every round
 // before the accumulating one is committed.
 func (f *Flusher) markIdle() {
-	f.acc.mu.Lock()
+	f.acc.lockAll()
 	seq := f.acc.seq() - 1
-	f.acc.mu.Unlock()
+	f.acc.unlockAll()
 	f.advance(seq)
 }
 
@@ -303,12 +303,12 @@ func (f *Flusher) WaitCommitted(ctx context.Context, seq uint64) error {
 // Flush returns once every change accepted before the call is committed,
 // or ctx ends.
 func (f *Flusher) Flush(ctx context.Context) error {
-	f.acc.mu.Lock()
+	f.acc.lockAll()
 	target := f.acc.seq()
 	if f.acc.keys.Load() == 0 {
 		target-- // nothing accumulating: the queued rounds are all there is
 	}
-	f.acc.mu.Unlock()
+	f.acc.unlockAll()
 	return f.WaitCommitted(ctx, target)
 }
 

@@ -98,8 +98,8 @@ func (b *Buffer) Get(ctx context.Context, keys []string) ([]int64, error) {
 // queue. It does no I/O.
 func (b *Buffer) inMemory(keys []string) ([][]held, []slots.Identity) {
 	a := b.acc
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.lockAll()
+	defer a.unlockAll()
 	rounds := b.flusher.queued()
 	ids := []slots.Identity{a.id}
 	index := func(id slots.Identity) int {
@@ -118,18 +118,18 @@ func (b *Buffer) inMemory(keys []string) ([][]held, []slots.Identity) {
 		exp := change.ID{Key: key, Kind: change.Expire}
 		// In a round a Set comes before the expiry left in its Expire
 		// cell (an earlier one was cancelled by the Set).
-		add := func(r slots.BatchID, cs cells, ident int) {
-			if c := cs.get(id); c != nil {
+		add := func(r slots.BatchID, ps parts, ident int) {
+			if c, ok := ps.get(id); ok {
 				mem[i] = append(mem[i], held{id: r, n: c.n, v: c.v, ident: ident, set: c.set})
 			}
-			if c := cs.get(exp); c != nil {
+			if c, ok := ps.get(exp); ok {
 				mem[i] = append(mem[i], held{id: r, n: c.n, ident: ident, expire: true})
 			}
 		}
 		for _, r := range rounds {
-			add(r.id, r.cells, index(r.id.Identity))
+			add(r.id, r.parts, index(r.id.Identity))
 		}
-		add(acc, a.cells, 0)
+		add(acc, a.parts(), 0)
 	}
 	return mem, ids
 }

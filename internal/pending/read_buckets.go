@@ -78,17 +78,21 @@ func bucketRange(now time.Time, k change.Kind, n int) (from, to int64) {
 func (b *Buffer) inMemoryBuckets(key string, k change.Kind, from int64, n int) ([][]held, []slots.Identity) {
 	width := int64(k.Width() / time.Second)
 	a := b.acc
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.lockAll()
+	defer a.unlockAll()
 	rounds := b.flusher.queued()
 	ids := []slots.Identity{a.id}
 	acc := slots.BatchID{Identity: a.id, Seq: a.seq()}
 	mem := make([][]held, n)
 	each := func(fn func(r slots.BatchID, cs cells)) {
 		for _, r := range rounds {
-			fn(r.id, r.cells)
+			for _, cs := range r.parts {
+				fn(r.id, cs)
+			}
 		}
-		fn(acc, a.cells)
+		for _, cs := range a.parts() {
+			fn(acc, cs)
+		}
 	}
 	each(func(rid slots.BatchID, cs cells) {
 		if len(cs.other) == 0 {
@@ -178,8 +182,8 @@ func (b *Buffer) Top(ctx context.Context, prefix string, k change.Kind, buckets,
 // COUNTERD_MAX_PENDING_KEYS).
 func (b *Buffer) inMemoryTop(prefix string, k change.Kind, from int64) ([][]held, []string, []slots.Identity) {
 	a := b.acc
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.lockAll()
+	defer a.unlockAll()
 	rounds := b.flusher.queued()
 	ids := []slots.Identity{a.id}
 	index := map[string]int{}
@@ -203,8 +207,12 @@ func (b *Buffer) inMemoryTop(prefix string, k change.Kind, from int64) ([][]held
 		}
 	}
 	for _, r := range rounds {
-		scan(r.id, r.cells)
+		for _, cs := range r.parts {
+			scan(r.id, cs)
+		}
 	}
-	scan(slots.BatchID{Identity: a.id, Seq: a.seq()}, a.cells)
+	for _, cs := range a.parts() {
+		scan(slots.BatchID{Identity: a.id, Seq: a.seq()}, cs)
+	}
 	return mem, keys, ids
 }

@@ -104,8 +104,14 @@ func groupError(err error) string {
 }
 
 func itemError(err error) string {
-	if errors.Is(err, pending.ErrBackoff) {
+	switch {
+	case errors.Is(err, pending.ErrBackoff):
 		return "BUSY " + err.Error()
+	case errors.Is(err, pending.ErrOverflow):
+		return "ERR " + err.Error()
 	}
-	return "ERR " + err.Error()
+	// A journal failure part-way through a group the accumulator took in
+	// pieces (see pending's shard.go): this item and the rest were not
+	// accepted.
+	return groupError(err)
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/pending"
 )
 
 // Event loops (Options.IO "loop"). GOMAXPROCS loops each own an epoll
@@ -50,8 +51,8 @@ func (s *Server) startLoops(ctx context.Context) (*loops, error) {
 	if s.loopCount > 0 {
 		n = s.loopCount
 	}
-	for range n {
-		l, err := newLoop(s, ctx)
+	for i := range n {
+		l, err := newLoop(s, ctx, s.buf.Shard(i))
 		if err != nil {
 			ls.stop()
 			return nil, err
@@ -156,10 +157,11 @@ func (s *Server) loopConnDone() {
 // its goroutine touches a connection, except one handed to a goroutine
 // (busy) until it comes back through the inbox.
 type eloop struct {
-	s    *Server
-	ctx  context.Context
-	epfd int
-	evfd int // eventfd: wakes epoll_wait for the inbox and shutdown
+	s     *Server
+	ctx   context.Context
+	shard pending.Shard // the loop's own part of the accept path
+	epfd  int
+	evfd  int // eventfd: wakes epoll_wait for the inbox and shutdown
 
 	mu    sync.Mutex
 	inbox []*lconn // new connections, and busy ones whose command ended
@@ -178,7 +180,7 @@ type eloop struct {
 	hook func()
 }
 
-func newLoop(s *Server, ctx context.Context) (*eloop, error) {
+func newLoop(s *Server, ctx context.Context, shard pending.Shard) (*eloop, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("epoll: %w", err)
@@ -194,7 +196,7 @@ func newLoop(s *Server, ctx context.Context) (*eloop, error) {
 		unix.Close(evfd)
 		return nil, fmt.Errorf("epoll add eventfd: %w", err)
 	}
-	return &eloop{s: s, ctx: ctx, epfd: epfd, evfd: evfd, conns: map[int]*lconn{}, hook: s.loopHook}, nil
+	return &eloop{s: s, ctx: ctx, shard: shard, epfd: epfd, evfd: evfd, conns: map[int]*lconn{}, hook: s.loopHook}, nil
 }
 
 // send queues c for the loop's goroutine and wakes it.

@@ -168,7 +168,7 @@ func (l *eloop) endGroups(batch []*lconn) {
 		l.errs = make([]error, len(items))
 	}
 	errs := l.errs[:len(items)]
-	t, err := s.buf.AddGroup(items, errs)
+	t, err := l.shard.AddGroup(items, errs)
 	s.unreserve(items, errs, err)
 	wait := err == nil && s.needsConfirm(t)
 	for _, c := range batch {

@@ -1,0 +1,117 @@
+package pending
+
+import (
+	"strings"
+
+	"github.com/counterd/counterd/internal/change"
+)
+
+// cell is one counter's net pending change in one shard.
+type cell struct {
+	n int64
+	v float64 // variance of the sampled increments in n
+	// tent is n as the group under check would leave it, valid while
+	// stamp is its shard's current group.
+	tent  int64
+	stamp uint64
+	// set says n replaces the key's total rather than adding to it: a
+	// SET or DEL, then any increments accepted after it (see fold). On
+	// an Expire cell it says the cell is written even when n is 0.
+	set bool
+	// big says the counter's net change may pass the per-shard bound, so
+	// every change to it takes the exclusive path (see shard.go); only
+	// shard 0's cell of a big counter holds a value.
+	big bool
+}
+
+// cells maps counters to their cells. The all-time total of a key, by
+// far the most common counter, is keyed by the key alone: hashing a string
+// is much cheaper than hashing a change.ID, and the map entry is smaller.
+type cells struct {
+	totals map[string]*cell
+	other  map[change.ID]*cell
+}
+
+func newCells(hint int) cells {
+	return cells{totals: make(map[string]*cell, hint), other: make(map[change.ID]*cell)}
+}
+
+func (cs cells) get(id change.ID) *cell {
+	if id.Kind == change.Total && id.Bucket == 0 {
+		return cs.totals[id.Key]
+	}
+	return cs.other[id]
+}
+
+// add inserts a new cell for id, copying its key.
+func (cs cells) add(id change.ID) *cell {
+	c := &cell{}
+	id.Key = strings.Clone(id.Key) // it may alias a buffer the caller reuses
+	if id.Kind == change.Total && id.Bucket == 0 {
+		cs.totals[id.Key] = c
+	} else {
+		cs.other[id] = c
+	}
+	return c
+}
+
+// remove deletes id's cell.
+func (cs cells) remove(id change.ID) {
+	if id.Kind == change.Total && id.Bucket == 0 {
+		delete(cs.totals, id.Key)
+	} else {
+		delete(cs.other, id)
+	}
+}
+
+func (cs cells) len() int { return len(cs.totals) + len(cs.other) }
+
+// each calls fn for every counter.
+func (cs cells) each(fn func(id change.ID, c *cell)) {
+	for k, c := range cs.totals {
+		fn(change.ID{Key: k, Kind: change.Total}, c)
+	}
+	for id, c := range cs.other {
+		fn(id, c)
+	}
+}
+
+// parts is a round's cells, one per shard, shard 0 first. A counter's
+// net change is the merge of its cells in every part: see merge.
+type parts []cells
+
+// get returns the merge of id's cells in every part, and whether any part
+// has one.
+func (ps parts) get(id change.ID) (cell, bool) {
+	var m cell
+	found := false
+	for _, cs := range ps {
+		if c := cs.get(id); c != nil {
+			m.merge(c)
+			found = true
+		}
+	}
+	return m, found
+}
+
+// len is an upper bound of the counters in ps.
+func (ps parts) len() int {
+	n := 0
+	for _, cs := range ps {
+		n += cs.len()
+	}
+	return n
+}
+
+// merge adds o, a cell of the same counter in another shard, to c. Only
+// shard 0 holds set cells, and the exclusive path empties every other
+// shard's cell of a key when it sets it, so what other shards hold was
+// accepted after the set and adds to it. The shards' bound keeps the sum
+// within int64 (see shard.go).
+func (c *cell) merge(o *cell) {
+	n, ok := addChecked(c.n, o.n)
+	if !ok {
+		panic("BUG: a counter's cells over all shards pass int64")
+	}
+	c.n, c.v, c.set = n, c.v+o.v, c.set || o.set
+}
