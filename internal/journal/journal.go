@@ -294,14 +294,41 @@ func (j *Journal) Bytes() int64 { return j.total.Load() }
 func (j *Journal) Append(items []change.Change) (Position, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	buf, err := appendRecord(j.buf[:0], items)
+	if cap(buf) <= maxKeptBuffer {
+		j.buf = buf[:0]
+	}
+	if err != nil {
+		j.m.appendErrors.Inc()
+		return Position{}, fmt.Errorf("append to segment %d: %w", j.currentSeqLocked(), err)
+	}
+	return j.appendRecordLocked(buf, len(items))
+}
+
+// Encode appends the record of items to dst, as Append would write it,
+// checking each item as Append does. A caller that encodes its records
+// itself, outside the journal's lock, writes them with AppendRecord.
+func Encode(dst []byte, items []change.Change) ([]byte, error) {
+	return appendRecord(dst, items)
+}
+
+// AppendRecord is Append of a record Encode made of n items: only the
+// write(2) runs under the journal's lock.
+func (j *Journal) AppendRecord(rec []byte, n int) (Position, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.appendRecordLocked(rec, n)
+}
+
+func (j *Journal) appendRecordLocked(rec []byte, n int) (Position, error) {
 	if j.closed {
 		return Position{}, fmt.Errorf("append to journal: %w", os.ErrClosed)
 	}
-	if len(items) == 0 {
+	if n == 0 {
 		return j.endLocked(), nil
 	}
 	before := j.total.Load()
-	pos, err := j.appendLocked(items)
+	pos, err := j.appendLocked(rec)
 	if err != nil {
 		j.m.appendErrors.Inc()
 		return Position{}, err
@@ -311,14 +338,7 @@ func (j *Journal) Append(items []change.Change) (Position, error) {
 	return pos, nil
 }
 
-func (j *Journal) appendLocked(items []change.Change) (Position, error) {
-	buf, err := appendRecord(j.buf[:0], items)
-	if cap(buf) <= maxKeptBuffer {
-		j.buf = buf[:0]
-	}
-	if err != nil {
-		return Position{}, fmt.Errorf("append to segment %d: %w", j.currentSeqLocked(), err)
-	}
+func (j *Journal) appendLocked(buf []byte) (Position, error) {
 	if j.cur == nil {
 		if err := j.createCurrentLocked(); err != nil {
 			return Position{}, fmt.Errorf("append: %w", err)

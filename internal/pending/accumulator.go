@@ -23,7 +23,7 @@ var ErrOverflow = errors.New("increment or decrement would overflow")
 
 // Journal is what the accumulator needs of the write-ahead journal.
 type Journal interface {
-	Append(items []change.Change) (journal.Position, error)
+	AppendRecord(rec []byte, n int) (journal.Position, error)
 	Current() uint64
 	Rotate() (closed uint64, rotated bool, err error)
 	Seal() error
@@ -166,7 +166,7 @@ func (a *Accumulator) addLocked(s *shard, items []change.Change, errs []error, e
 	}
 	seq := uint64(0)
 	if len(acc) > 0 && a.jr != nil {
-		pos, err := a.jr.Append(acc)
+		pos, err := s.journal(a.jr, acc)
 		if err != nil {
 			a.m.rejected.Add(accepted)
 			return stop, err

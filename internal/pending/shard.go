@@ -1,10 +1,12 @@
 package pending
 
 import (
+	"fmt"
 	"math"
 	"sync"
 
 	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/journal"
 )
 
 // Shards: the accept path without a global lock.
@@ -60,6 +62,23 @@ type shard struct {
 	accepted []change.Change
 	expanded []change.Change // one item and its bucket changes
 	undo     []undoEntry
+	rec      []byte // the group's journal record, encoded outside the journal's lock
+}
+
+// maxKeptRecord stops one huge record from pinning its buffer forever.
+const maxKeptRecord = 1 << 20
+
+// journal encodes acc as one record in the shard's own buffer and appends
+// it: only the write(2) runs under the journal's lock.
+func (s *shard) journal(jr Journal, acc []change.Change) (journal.Position, error) {
+	rec, err := journal.Encode(s.rec[:0], acc)
+	if cap(rec) <= maxKeptRecord {
+		s.rec = rec[:0]
+	}
+	if err != nil {
+		return journal.Position{}, fmt.Errorf("journal record: %w", err)
+	}
+	return jr.AppendRecord(rec, len(acc))
 }
 
 func newShard() *shard {

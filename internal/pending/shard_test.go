@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -290,4 +292,68 @@ func sortedAll(b []change.Change) []change.Change {
 		return cmp.Or(cmp.Compare(x.Key, y.Key), cmp.Compare(x.Kind, y.Kind), cmp.Compare(x.Bucket, y.Bucket))
 	})
 	return b
+}
+
+// BenchmarkAddPass accepts what one event-loop pass carries (a group of
+// 16 increments, one journal record) from GOMAXPROCS goroutines at once:
+// through the shared shard, as before the accept path was sharded, and
+// through a shard per goroutine, as the event loops do. Compare the two
+// in one run.
+func BenchmarkAddPass(b *testing.B) {
+	for _, own := range []bool{false, true} {
+		b.Run(fmt.Sprintf("own_shard=%v", own), func(b *testing.B) {
+			jr, _, err := journal.Open(journal.Options{Dir: b.TempDir(), Fsync: journal.FsyncEverySec, MaxBytes: 1 << 40})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer jr.Close()
+			buf := New(nil, Options{Journal: jr, Shards: runtime.GOMAXPROCS(0)})
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				w := int(next.Add(1))
+				add := buf.AddGroup
+				if own {
+					add = buf.Shard(w).AddGroup
+				}
+				items := make([]change.Change, 16)
+				errs := make([]error, len(items))
+				keys := make([]string, 4096)
+				for i := range keys {
+					keys[i] = fmt.Sprintf("post:%d:%d", w, i)
+				}
+				i := 0
+				for pb.Next() {
+					for j := range items {
+						items[j] = change.Change{Key: keys[(i*16+j)&4095], Kind: change.Total, Delta: 1}
+					}
+					if _, err := add(items, errs); err != nil {
+						b.Fatal(err)
+					}
+					if i++; i%4096 == 0 {
+						cutAndDrop(b, buf)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N*16)/b.Elapsed().Seconds(), "incr/s")
+		})
+	}
+}
+
+// cutAndDrop cuts a round and throws every queued round away with its
+// journal segments, as if committed: a benchmark's flusher.
+func cutAndDrop(b *testing.B, buf *Buffer) {
+	if _, err := buf.acc.Cut(); err != nil {
+		b.Fatal(err)
+	}
+	f := buf.flusher
+	f.mu.Lock()
+	rounds := f.rounds
+	f.rounds = nil
+	f.mu.Unlock()
+	for _, r := range rounds {
+		if err := buf.acc.jr.Remove(r.id.Seq); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
