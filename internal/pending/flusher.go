@@ -172,7 +172,7 @@ func (f *Flusher) flushAll(ctx context.Context, paced, timed bool) error {
 	}
 }
 
-// seal finishes a rotation outside the accumulator's lock, so appends
+// seal finishes a rotation outside the shards' locks, so appends
 // never wait on the old segment's fsync.
 func (f *Flusher) seal() {
 	if f.acc.jr == nil {

@@ -93,7 +93,7 @@ func (b *Buffer) Get(ctx context.Context, keys []string) ([]int64, error) {
 
 // inMemory returns, per key, its deltas in the accumulating round and in
 // every queued round, each with its round's identity, and the distinct
-// identities involved. It holds the accumulator's lock, so no round is
+// identities involved. It holds every shard's lock, so no round is
 // cut meanwhile: each round is seen exactly once, in the shards or in the
 // queue. It does no I/O.
 func (b *Buffer) inMemory(keys []string) ([][]held, []slots.Identity) {

@@ -177,7 +177,7 @@ func (b *Buffer) Top(ctx context.Context, prefix string, k change.Kind, buckets,
 
 // inMemoryTop returns the keys starting with prefix that have pending
 // changes to buckets of kind k from from on, with those changes per key.
-// It scans every pending bucket counter under the accumulator's lock, so
+// It scans every pending bucket counter under every shard's lock, so
 // its cost follows the pending bucket counters (at most
 // COUNTERD_MAX_PENDING_KEYS).
 func (b *Buffer) inMemoryTop(prefix string, k change.Kind, from int64) ([][]held, []string, []slots.Identity) {

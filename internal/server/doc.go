@@ -45,8 +45,10 @@
 // owns an epoll instance, reads every readable connection once per pass
 // (edge-triggered, a short read means drained, so no read finds nothing),
 // accepts the increments of every connection in the pass with one
-// pending.Buffer.AddGroup (one journal record: one write(2) per pass, as
-// Redis's beforeSleep writes the AOF), then writes the replies. Checking
+// AddGroup on the loop's own pending.Shard (its own maps, lock and journal
+// record buffer, so loops do not wait for each other; one journal record:
+// one write(2) per pass, as Redis's beforeSleep writes the AOF), then
+// writes the replies. Checking
 // the concatenated groups gives each item the error separate calls would.
 // Any other command ends a connection's part of the pass; it runs on the
 // loop if it cannot wait (PING, HELLO, CLIENT, queueing inside MULTI...),

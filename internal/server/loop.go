@@ -21,7 +21,8 @@ import (
 // instance and the connections the accept goroutine hands them round
 // robin. One pass of a loop reads every readable connection once, parses
 // the increments each has buffered, accepts all of them with ONE
-// pending.Buffer.AddGroup call (one journal record, one write(2)), then
+// AddGroup call on the loop's own pending.Shard (one journal record, one
+// write(2); rounds are cut between two of its passes), then
 // appends every connection's replies and writes them: Redis's beforeSleep
 // order, journal then replies. See doc.go for why the loop is ours and not
 // gnet's.
