@@ -158,7 +158,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		IntervalMax:    cfg.FlushIntervalMax,
 		MaxKeys:        cfg.FlushMaxKeys,
 		MaxPendingKeys: cfg.MaxPendingKeys,
-		Shards:         shardsFor(cfg.IO),
+		Shards:         shardsFor(&cfg),
 		Windows:        win,
 		Clock:          clock,
 		Logger:         log,
@@ -185,6 +185,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		Timeout:         cfg.FlushTimeout,
 		AckCommit:       cfg.Ack == "commit",
 		IO:              cfg.IO,
+		Loops:           cfg.Loops,
 		Hot:             hot,
 		Sample:          sample,
 		MaxConns:        cfg.MaxConns,
@@ -282,10 +283,13 @@ func journalBytes(jr *journal.Journal) int64 {
 }
 
 // shardsFor is how many accept shards the buffer needs: one per event
-// loop (the server starts GOMAXPROCS of them), none for goroutines.
-func shardsFor(io string) int {
-	if io == "loop" {
-		return runtime.GOMAXPROCS(0)
+// loop, none for goroutines.
+func shardsFor(cfg *config.Counterd) int {
+	switch {
+	case cfg.IO != "loop":
+		return 0
+	case cfg.Loops > 0:
+		return cfg.Loops
 	}
-	return 0
+	return runtime.GOMAXPROCS(0)
 }

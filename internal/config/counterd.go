@@ -101,6 +101,7 @@ type Counterd struct {
 	// enough that a stuck one does not hold a connection slot for long.
 	ClientWriteTimeout time.Duration `env:"COUNTERD_CLIENT_WRITE_TIMEOUT" envDefault:"30s" help:"a client that does not take its pending replies within this long is disconnected"`
 	IO                 string        `env:"COUNTERD_IO" envDefault:"loop" help:"how connections are served: loop (event loops, one journal write per loop pass) or goroutines (one per connection)"`
+	Loops              int           `env:"COUNTERD_LOOPS" envDefault:"0" help:"event loops with COUNTERD_IO=loop (0: GOMAXPROCS)"`
 	ShutdownTimeout    time.Duration `env:"COUNTERD_SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long connections may take to answer what they already sent (then they are closed), and then how long to keep retrying the final flush"`
 	LogLevel           slog.Level    `env:"COUNTERD_LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
 	LogFormat          string        `env:"COUNTERD_LOG_FORMAT" envDefault:"text" help:"text or json"`
@@ -120,6 +121,8 @@ func (c *Counterd) Validate() error {
 		return &Error{"COUNTERD_SOCKET", "path longer than the 107 bytes a Unix socket allows"}
 	case c.IO != "goroutines" && c.IO != "loop":
 		return &Error{"COUNTERD_IO", fmt.Sprintf("%q is not goroutines or loop", c.IO)}
+	case c.Loops < 0 || c.Loops > 256:
+		return &Error{"COUNTERD_LOOPS", "must be 0..256"}
 	case c.Ack != "journal" && c.Ack != "commit":
 		return &Error{"COUNTERD_ACK", fmt.Sprintf("%q is not journal or commit", c.Ack)}
 	case c.JournalMaxBytes < 1<<20:

@@ -45,13 +45,18 @@ type loops struct {
 	wg   sync.WaitGroup
 }
 
-// startLoops starts GOMAXPROCS loops serving connections under ctx.
+// loopCount is how many loops to start.
+func (o Options) loopCount() int {
+	if o.Loops > 0 {
+		return o.Loops
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// startLoops starts Options.Loops loops serving connections under ctx.
 func (s *Server) startLoops(ctx context.Context) (*loops, error) {
 	ls := &loops{}
-	n := runtime.GOMAXPROCS(0)
-	if s.loopCount > 0 {
-		n = s.loopCount
-	}
+	n := s.opts.loopCount()
 	for i := range n {
 		l, err := newLoop(s, ctx, s.buf.Shard(i))
 		if err != nil {

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/slots"
@@ -26,7 +25,7 @@ func loopServer(t *testing.T, buf *pending.Buffer, opts Options, hook func()) st
 	s := New(buf, opts)
 	s.loopHook = hook
 	if hook != nil {
-		s.loopCount = 1 // the hook parks the one loop
+		s.opts.Loops = 1 // the hook parks the one loop
 	}
 	path := filepath.Join(t.TempDir(), "s.sock")
 	ln, err := net.Listen("unix", path)
@@ -77,9 +76,9 @@ type countingJournal struct {
 	appends atomic.Int64
 }
 
-func (j *countingJournal) Append(items []change.Change) (journal.Position, error) {
+func (j *countingJournal) AppendRecord(rec []byte, n int) (journal.Position, error) {
 	j.appends.Add(1)
-	return j.Journal.Append(items)
+	return j.Journal.AppendRecord(rec, n)
 }
 
 func openCounting(t *testing.T) *countingJournal {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/pending"
 )
@@ -24,9 +23,9 @@ type testJournal struct {
 	stuck   bool
 }
 
-func (j *testJournal) Append(items []change.Change) (journal.Position, error) {
+func (j *testJournal) AppendRecord(rec []byte, n int) (journal.Position, error) {
 	j.appends.Add(1)
-	return j.Journal.Append(items)
+	return j.Journal.AppendRecord(rec, n)
 }
 
 func (j *testJournal) SyncsEachAppend() bool { return j.stuck || j.Journal.SyncsEachAppend() }

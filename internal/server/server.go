@@ -52,6 +52,9 @@ type Options struct {
 	// goroutine per connection, or "loop", event loops that journal each
 	// pass's increments with one write (loop.go).
 	IO string
+	// Loops is how many event loops serve connections with IO "loop"
+	// (0: GOMAXPROCS). Each uses the pending.Buffer's Shard of its index.
+	Loops int
 	// Budgets serves BUDGET, TAKE and NEXT; nil refuses them.
 	Budgets *budget.Manager
 	Logger  *slog.Logger
@@ -69,7 +72,6 @@ type Server struct {
 	loops *loops // set by Serve when Options.IO is "loop"
 	// loopHook, when set (tests), runs on each loop before it waits.
 	loopHook  func()
-	loopCount int  // loops to start (tests); 0: GOMAXPROCS
 	closing   bool // set once Serve's context ends; guarded by mu
 	wg        sync.WaitGroup
 
