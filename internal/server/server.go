@@ -71,9 +71,9 @@ type Server struct {
 	nloop int    // connections served by loops; guarded by mu
 	loops *loops // set by Serve when Options.IO is "loop"
 	// loopHook, when set (tests), runs on each loop before it waits.
-	loopHook  func()
-	closing   bool // set once Serve's context ends; guarded by mu
-	wg        sync.WaitGroup
+	loopHook func()
+	closing  bool // set once Serve's context ends; guarded by mu
+	wg       sync.WaitGroup
 
 	m   serverMetrics
 	out outputMetrics
