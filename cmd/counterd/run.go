@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime"
 	"sync"
 	"time"
 
@@ -291,5 +290,5 @@ func shardsFor(cfg *config.Counterd) int {
 	case cfg.Loops > 0:
 		return cfg.Loops
 	}
-	return runtime.GOMAXPROCS(0)
+	return server.DefaultLoops()
 }

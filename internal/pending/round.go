@@ -1,6 +1,10 @@
 package pending
 
 import (
+	"cmp"
+	"slices"
+	"strings"
+
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/slots"
 )
@@ -18,33 +22,55 @@ type round struct {
 }
 
 // batch lists the round's changes that do something, a counter's cells
-// in every part merged into one change.
+// in every part merged into one change. With one part holding cells (one
+// event loop, and nothing through the shared shard) it reads that part's
+// maps as they are; otherwise it lists every part's cells, sorts them by
+// counter and merges neighbours, which costs less than a merged map (no
+// key copies, no map growth).
 func (r *round) batch() []change.Change {
-	batch := make([]change.Change, 0, r.parts.len())
-	if len(r.parts) == 1 {
-		r.parts[0].each(func(id change.ID, c *cell) {
-			if ch, ok := c.change(id); ok {
-				batch = append(batch, ch)
-			}
-		})
+	var full parts
+	for _, cs := range r.parts {
+		if cs.len() > 0 {
+			full = append(full, cs)
+		}
+	}
+	batch := make([]change.Change, 0, full.len())
+	if len(full) <= 1 {
+		for _, cs := range full {
+			cs.each(func(id change.ID, c *cell) {
+				if ch, ok := c.change(id); ok {
+					batch = append(batch, ch)
+				}
+			})
+		}
 		return batch
 	}
-	merged := newCells(r.parts.len())
-	for _, cs := range r.parts {
-		cs.each(func(id change.ID, c *cell) {
-			m := merged.get(id)
-			if m == nil {
-				m = merged.add(id)
-			}
-			m.merge(c)
-		})
+	type entry struct {
+		id change.ID
+		c  *cell
 	}
-	merged.each(func(id change.ID, c *cell) {
-		if ch, ok := c.change(id); ok {
+	all := make([]entry, 0, full.len())
+	for _, cs := range full {
+		cs.each(func(id change.ID, c *cell) { all = append(all, entry{id, c}) })
+	}
+	slices.SortFunc(all, func(x, y entry) int { return compareID(x.id, y.id) })
+	for i := 0; i < len(all); {
+		m := *all[i].c
+		j := i + 1
+		for ; j < len(all) && all[j].id == all[i].id; j++ {
+			m.merge(all[j].c)
+		}
+		if ch, ok := m.change(all[i].id); ok {
 			batch = append(batch, ch)
 		}
-	})
+		i = j
+	}
 	return batch
+}
+
+// compareID orders counters by key, kind and bucket.
+func compareID(x, y change.ID) int {
+	return cmp.Or(strings.Compare(x.Key, y.Key), cmp.Compare(x.Kind, y.Kind), cmp.Compare(x.Bucket, y.Bucket))
 }
 
 // Recovered is a round replayed from the journal at start.

@@ -1,7 +1,6 @@
 package pending
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -288,9 +287,7 @@ func TestShardsPendingKeyLimit(t *testing.T) {
 
 // sortedAll sorts a round's changes by counter.
 func sortedAll(b []change.Change) []change.Change {
-	slices.SortFunc(b, func(x, y change.Change) int {
-		return cmp.Or(cmp.Compare(x.Key, y.Key), cmp.Compare(x.Kind, y.Kind), cmp.Compare(x.Bucket, y.Bucket))
-	})
+	slices.SortFunc(b, func(x, y change.Change) int { return compareID(x.ID(), y.ID()) })
 	return b
 }
 

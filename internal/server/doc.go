@@ -40,9 +40,10 @@
 // MULTI/EXEC (multi.go) queues commands, checked as they arrive, and EXEC
 // accepts all their increments as one journal record or none of them.
 //
-// With Options.IO "loop" (COUNTERD_IO=loop, the daemon's default) connections are
-// served by GOMAXPROCS event loops instead (loop.go, loop_pass.go): each
-// owns an epoll instance, reads every readable connection once per pass
+// With Options.IO "loop" (COUNTERD_IO=loop, the daemon's default)
+// connections are served by event loops instead (loop.go, loop_pass.go;
+// Options.Loops of them, by default half of GOMAXPROCS): each owns an
+// epoll instance, reads every readable connection once per pass
 // (edge-triggered, a short read means drained, so no read finds nothing),
 // accepts the increments of every connection in the pass with one
 // AddGroup on the loop's own pending.Shard (its own maps, lock and journal

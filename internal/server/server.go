@@ -53,7 +53,7 @@ type Options struct {
 	// pass's increments with one write (loop.go).
 	IO string
 	// Loops is how many event loops serve connections with IO "loop"
-	// (0: GOMAXPROCS). Each uses the pending.Buffer's Shard of its index.
+	// (0: DefaultLoops). Each uses the pending.Buffer's Shard of its index.
 	Loops int
 	// Budgets serves BUDGET, TAKE and NEXT; nil refuses them.
 	Budgets *budget.Manager
