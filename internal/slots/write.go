@@ -65,8 +65,18 @@ func (s *Store) ApplyOnce(ctx context.Context, id BatchID, batch []change.Change
 		p := &parts[l%writers]
 		p.lanes = append(p.lanes, id.lane(l))
 	}
-	for _, c := range batch {
-		l := LaneOf(c.Key)
+	// Size each part's changes first: growing them by append copied the
+	// round about twice over (11% of the daemon's CPU at -P 16).
+	lanes, sizes := make([]int, len(batch)), make([]int, writers)
+	for i, c := range batch {
+		lanes[i] = LaneOf(c.Key)
+		sizes[lanes[i]%writers]++
+	}
+	for w := range parts {
+		parts[w].changes = make([]laneChange, 0, sizes[w])
+	}
+	for i, c := range batch {
+		l := lanes[i]
 		p := &parts[l%writers]
 		// Lane l is the (l/writers)-th lane of its part; SQL arrays count
 		// from 1.
