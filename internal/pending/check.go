@@ -42,10 +42,7 @@ func (a *Accumulator) check(s *shard, items []change.Change, errs []error, excl 
 		newKey := false
 		switch {
 		case c != nil:
-			if c.stamp != s.group {
-				c.stamp, c.tent = s.group, c.n
-			}
-			cur = c.tent
+			cur = s.tentative(c)
 		default:
 			var seen bool
 			if cur, seen = s.fresh[id]; !seen && a.keys.Load()+newKeys >= a.maxPending {
@@ -182,10 +179,7 @@ func (a *Accumulator) checkOne(s *shard, ch change.Change, newKeys *int64, excl 
 	var cur int64
 	switch {
 	case c != nil:
-		if c.stamp != s.group {
-			c.stamp, c.tent = s.group, c.n
-		}
-		cur = c.tent
+		cur = s.tentative(c)
 	default:
 		cur, u.seen = s.fresh[id]
 		if !u.seen && a.keys.Load()+*newKeys >= a.maxPending {
@@ -220,6 +214,15 @@ func (a *Accumulator) checkOne(s *shard, ch change.Change, newKeys *int64, excl 
 		*newKeys++
 	}
 	return c, u, nil
+}
+
+// tentative returns c's value as the group under check leaves it so far,
+// stamping c for the group on first touch.
+func (s *shard) tentative(c *cell) int64 {
+	if c.stamp != s.group {
+		c.stamp, c.tent = s.group, c.n
+	}
+	return c.tent
 }
 
 // rollback takes back what checkOne recorded for u.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/counterd/counterd/internal/change"
-	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/slots"
 	"github.com/counterd/counterd/internal/windows"
 )
@@ -64,58 +63,37 @@ func TestSetCoalescing(t *testing.T) {
 
 func testSetCoalescing(t *testing.T, win *windows.Config, in [][]change.Change, want []change.Change) {
 	t.Parallel()
-	{
-		{
-			dir := t.TempDir()
-			jr, _, err := journal.Open(journal.Options{Dir: dir, Fsync: journal.FsyncNo, MaxBytes: 1 << 30})
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts := Options{Journal: jr, Identity: slots.Identity{Instance: "i", Generation: "g"}}
-			if win != nil {
-				opts.Windows = win
-				opts.Clock = windows.FuncClock(func() time.Time { return time.Unix(1772359200, 0) })
-			}
-			b := New(nil, opts)
-			for _, g := range in {
-				errs := make([]error, len(g))
-				if _, err := b.AddGroup(g, errs); err != nil {
-					t.Fatal(err)
-				}
-				for i, e := range errs {
-					if e != nil {
-						t.Fatalf("change %d: %v", i, e)
-					}
-				}
-			}
-			if _, err := b.acc.Cut(); err != nil {
-				t.Fatal(err)
-			}
-			if got := unwindowed(b.flusher.rounds[0].batch()); !slices.Equal(got, want) {
-				t.Errorf("live round: got %v; want %v", got, want)
-			}
-			if err := jr.Close(); err != nil {
-				t.Fatal(err)
-			}
-			jr2, segs, err := journal.Open(journal.Options{Dir: dir, Fsync: journal.FsyncNo, MaxBytes: 1 << 30})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer jr2.Close()
-			var rec []Recovered
-			for _, s := range segs {
-				if len(s.Changes) > 0 {
-					rec = append(rec, Recovered{ID: slots.BatchID{Seq: s.Seq}, Changes: s.Changes})
-				}
-			}
-			if len(rec) != 1 {
-				t.Fatalf("recovered %d rounds; want 1", len(rec))
-			}
-			r := New(nil, Options{Recovered: rec})
-			if got := unwindowed(r.flusher.rounds[0].batch()); !slices.Equal(got, want) {
-				t.Errorf("replayed round: got %v; want %v", got, want)
+	jr, dir := openJournal(t)
+	opts := Options{Journal: jr, Identity: slots.Identity{Instance: "i", Generation: "g"}}
+	if win != nil {
+		opts.Windows = win
+		opts.Clock = windows.FuncClock(func() time.Time { return time.Unix(1772359200, 0) })
+	}
+	b := New(nil, opts)
+	for _, g := range in {
+		errs := make([]error, len(g))
+		if _, err := b.AddGroup(g, errs); err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range errs {
+			if e != nil {
+				t.Fatalf("change %d: %v", i, e)
 			}
 		}
+	}
+	if _, err := b.acc.Cut(); err != nil {
+		t.Fatal(err)
+	}
+	if got := unwindowed(b.flusher.rounds[0].batch()); !slices.Equal(got, want) {
+		t.Errorf("live round: got %v; want %v", got, want)
+	}
+	rec := replayJournal(t, jr, dir)
+	if len(rec) != 1 {
+		t.Fatalf("recovered %d rounds; want 1", len(rec))
+	}
+	r := New(nil, Options{Recovered: rec})
+	if got := unwindowed(r.flusher.rounds[0].batch()); !slices.Equal(got, want) {
+		t.Errorf("replayed round: got %v; want %v", got, want)
 	}
 }
 

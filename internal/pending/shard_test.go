@@ -42,11 +42,7 @@ func TestShardsMatchOneMap(t *testing.T) {
 func testShardsMatchOneMap(t *testing.T, seed uint64, win *windows.Config) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	open := func(shards int) (*Buffer, *journal.Journal, string) {
-		dir := t.TempDir()
-		jr, _, err := journal.Open(journal.Options{Dir: dir, Fsync: journal.FsyncNo, MaxBytes: 1 << 30})
-		if err != nil {
-			t.Fatal(err)
-		}
+		jr, dir := openJournal(t)
 		opts := Options{Journal: jr, Identity: slots.Identity{Instance: "i", Generation: "g"}, Shards: shards}
 		if win != nil {
 			opts.Windows = win
@@ -126,21 +122,7 @@ func testShardsMatchOneMap(t *testing.T, seed uint64, win *windows.Config) {
 		t.Fatalf("rounds differ:\none map %v\nshards  %v", want, got)
 	}
 	replay := func(jr *journal.Journal, dir string) [][]change.Change {
-		if err := jr.Close(); err != nil {
-			t.Fatal(err)
-		}
-		jr2, segs, err := journal.Open(journal.Options{Dir: dir, Fsync: journal.FsyncNo, MaxBytes: 1 << 30})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer jr2.Close()
-		var rec []Recovered
-		for _, s := range segs {
-			if len(s.Changes) > 0 {
-				rec = append(rec, Recovered{ID: slots.BatchID{Seq: s.Seq}, Changes: s.Changes})
-			}
-		}
-		return rounds(New(nil, Options{Recovered: rec}))
+		return rounds(New(nil, Options{Recovered: replayJournal(t, jr, dir)}))
 	}
 	if r := replay(jr3, dir3); !slices.EqualFunc(got, r, slices.Equal) {
 		t.Fatalf("shards' journal replays as %v; live rounds were %v", r, got)
@@ -155,11 +137,7 @@ func testShardsMatchOneMap(t *testing.T, seed uint64, win *windows.Config) {
 // rounds), and the rounds add up to what was accepted. Run with -race.
 func TestShardsConcurrentCuts(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	jr, _, err := journal.Open(journal.Options{Dir: dir, Fsync: journal.FsyncNo, MaxBytes: 1 << 30})
-	if err != nil {
-		t.Fatal(err)
-	}
+	jr, dir := openJournal(t)
 	b := New(nil, Options{Journal: jr, Identity: slots.Identity{Instance: "i", Generation: "g"}, Shards: 4})
 	const workers, groups = 5, 400
 	var wg sync.WaitGroup
@@ -229,20 +207,11 @@ func TestShardsConcurrentCuts(t *testing.T) {
 	if total != want {
 		t.Fatalf("rounds add up to %d; accepted %d", total, want)
 	}
-	if err := jr.Close(); err != nil {
-		t.Fatal(err)
-	}
-	jr2, segs, err := journal.Open(journal.Options{Dir: dir, Fsync: journal.FsyncNo, MaxBytes: 1 << 30})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer jr2.Close()
 	var replayed [][]change.Change
-	for _, s := range segs {
-		if len(s.Changes) > 0 {
-			r := New(nil, Options{Recovered: []Recovered{{ID: slots.BatchID{Seq: s.Seq}, Changes: s.Changes}}})
-			replayed = append(replayed, sortedAll(r.flusher.rounds[0].batch()))
-		}
+	for _, rec := range replayJournal(t, jr, dir) {
+		// One round per segment, as each was cut.
+		r := New(nil, Options{Recovered: []Recovered{rec}})
+		replayed = append(replayed, sortedAll(r.flusher.rounds[0].batch()))
 	}
 	if !slices.EqualFunc(live, replayed, slices.Equal) {
 		t.Fatalf("%d live rounds differ from the %d replayed segments", len(live), len(replayed))
