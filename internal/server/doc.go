@@ -65,9 +65,13 @@
 // before binding (counterd's socket package locks and checks the path
 // itself), has no hook at the end of a loop pass (the one journal write
 // per pass needs it: OnTraffic is per connection), and has no output
-// backpressure (AsyncWrite buffers without bound). The gnet
-// prototype and this loop were not run side by side; the loop's numbers
-// are in the README's "Event loops".
+// backpressure (AsyncWrite buffers without bound). Measured side by side
+// with the same journal, shards and store behind each (bench/gnetproto,
+// one loop each, 2 interleaved runs on a quiet machine): this loop took
+// 14.4 µs of CPU per unpipelined INCR against gnet's 17.0, and 2.27
+// against 2.47 pipelined 16 deep, at equal or higher requests/s; gnet's
+// OnTraffic makes one journal record per connection wake where this loop
+// makes one per pass.
 //
 // INCR, INCRBY, DECR and DECRBY reply with the amount the call added to the
 // stored count (INCRBY k 5 replies 5), not the new total as Redis does:
