@@ -194,7 +194,7 @@ type eloop struct {
 	items  []change.Change
 	errs   []error
 	// hook, when set (tests), runs before each wait.
-	hook func()
+	hook func(*eloop)
 }
 
 func newLoop(s *Server, ctx context.Context, shard pending.Shard) (*eloop, error) {
@@ -241,7 +241,7 @@ func (l *eloop) run() {
 	lastTick := time.Now()
 	for {
 		if l.hook != nil {
-			l.hook()
+			l.hook(l)
 		}
 		timeout := int(loopTick / time.Millisecond)
 		if len(l.ready) > 0 {

@@ -23,8 +23,8 @@ func loopServer(t *testing.T, buf *pending.Buffer, opts Options, hook func()) st
 	t.Helper()
 	opts.IO = IOLoop
 	s := New(buf, opts)
-	s.loopHook = hook
 	if hook != nil {
+		s.loopHook = func(*eloop) { hook() }
 		s.opts.Loops = 1 // the hook parks the one loop
 	}
 	path := filepath.Join(t.TempDir(), "s.sock")
@@ -205,5 +205,66 @@ func TestLoopNonReaderDoesNotStall(t *testing.T) {
 	}
 	if err := <-done; !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("writing 12 MiB to a server whose replies are never read: %v; want the write to block until its deadline (the server paused reading)", err)
+	}
+}
+
+// A client that hangs up, with replies pending, while its command runs on
+// a goroutine stays counted until the command comes back, so Serve cannot
+// return, nor the loop close its descriptors, under that command. The
+// loop used to close such a connection at once when writing its pending
+// replies failed.
+func TestLoopHangupDuringCommand(t *testing.T) {
+	t.Parallel()
+	g := gateStore{reading: make(chan struct{}), release: make(chan struct{})}
+	s := New(pending.New(g, pending.Options{}), Options{IO: IOLoop, Loops: 1})
+	type seen struct {
+		doomed bool // a connection waits to be closed until its command ends
+		conns  int
+	}
+	passes, stop := make(chan seen), make(chan struct{})
+	var armed atomic.Bool
+	s.loopHook = func(l *eloop) { // on the loop's goroutine, between passes
+		if !armed.Load() {
+			return
+		}
+		v := seen{conns: s.Conns()}
+		for _, c := range l.conns {
+			v.doomed = v.doomed || c.doomed
+		}
+		select {
+		case passes <- v:
+		case <-stop:
+		}
+	}
+	defer close(stop)
+	path := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, s, ln)
+	c := dialLoop(t, path)
+	// A reply larger than the socket's buffers stays pending in the
+	// server, so the hang-up fails the loop's write of it while the GET
+	// still runs: that write error closes the connection.
+	big := strings.Repeat("x", 500<<10)
+	echo := fmt.Sprintf("*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n", len(big), big)
+	c.send(strings.Repeat(echo, 4) + "GET k\r\n")
+	<-g.reading // the GET runs on a goroutine, waiting on the store
+	armed.Store(true)
+	c.c.Close()
+	for v := range passes {
+		if v.conns == 0 {
+			t.Fatal("the connection was closed while its GET was still running")
+		}
+		if v.doomed {
+			break
+		}
+	}
+	close(g.release)
+	for v := range passes {
+		if v.conns == 0 {
+			break // closed once the GET came back
+		}
 	}
 }

@@ -70,8 +70,9 @@ type Server struct {
 	conns map[net.Conn]struct{}
 	nloop int    // connections served by loops; guarded by mu
 	loops *loops // set by Serve when Options.IO is "loop"
-	// loopHook, when set (tests), runs on each loop before it waits.
-	loopHook func()
+	// loopHook, when set (tests), runs on each loop, on its goroutine,
+	// before it waits.
+	loopHook func(*eloop)
 	closing  bool // set once Serve's context ends; guarded by mu
 	wg       sync.WaitGroup
 
