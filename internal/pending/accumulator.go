@@ -81,6 +81,9 @@ type Ticket struct {
 	// Recorded counts the changes that changed a pending delta; a group
 	// whose increments were all sampled out has nothing to wait for.
 	Recorded int
+	// earlier are the records a group accepted in pieces left in
+	// segments before Pos's, when a cut came between its pieces.
+	earlier []journal.Position
 }
 
 // AddGroup accepts a group of changes in three steps, so nothing ever has
@@ -126,22 +129,20 @@ func (a *Accumulator) add(s *shard, items []change.Change, errs []error, all boo
 		s.mu.Lock()
 		n, err := a.addLocked(s, items[done:], errs[done:], false, false, &t)
 		s.mu.Unlock()
+		failed := done // the first item of the piece that failed, if one did
 		if err == nil && done+n < len(items) {
 			one := done + n
 			a.lockAll()
 			_, err = a.addLocked(a.shards[0], items[one:one+1], errs[one:one+1], true, false, &t)
 			a.unlockAll()
-			if err != nil {
-				n = one - done // the exclusive piece failed
-			} else {
-				n++
-			}
+			failed = one
+			n++
 		}
 		if err != nil {
 			if t.Recorded == 0 {
 				return Ticket{}, err // nothing of the group accepted
 			}
-			for i := done + n; i < len(items); i++ {
+			for i := failed; i < len(items); i++ {
 				errs[i] = err
 			}
 			return t, nil
@@ -160,7 +161,9 @@ func (a *Accumulator) addLocked(s *shard, items []change.Change, errs []error, e
 	if all && refused > 0 {
 		// check only stamped tentative sums, which the next group's
 		// stamp makes stale, and consolidation moved values between
-		// shards without changing any sum: there is nothing to undo.
+		// shards without changing any sum: there is nothing to undo but
+		// the keys check reserved.
+		a.keys.Add(-s.reserved)
 		a.m.rejected.Add(accepted)
 		return stop, ErrNotAll
 	}
@@ -168,19 +171,25 @@ func (a *Accumulator) addLocked(s *shard, items []change.Change, errs []error, e
 	if len(acc) > 0 && a.jr != nil {
 		pos, err := s.journal(a.jr, acc)
 		if err != nil {
+			a.keys.Add(-s.reserved)
 			a.m.rejected.Add(accepted)
 			return stop, err
+		}
+		if t.Pos.Seq != 0 && t.Pos.Seq != pos.Seq {
+			// A cut came between two pieces of the group: wait on the
+			// earlier segment's record too (see Buffer.WaitDurable).
+			t.earlier = append(t.earlier, t.Pos)
 		}
 		t.Pos, seq = pos, pos.Seq
 	}
 	for i, ch := range acc {
 		c := s.found[i]
 		if c == nil {
-			// New before this group; an earlier change of the group may
-			// have created it since.
+			// New before this group, its key reserved by check; an
+			// earlier change of the group may have created it since.
 			id := cellID(ch)
 			if c = s.cells.get(id); c == nil {
-				c = a.addCell(s, id)
+				c = s.cells.add(id)
 			}
 		}
 		s.cells.fold(c, ch)

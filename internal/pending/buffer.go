@@ -230,5 +230,10 @@ func (b *Buffer) WaitDurable(ctx context.Context, t Ticket) error {
 	if b.acc.jr == nil {
 		return nil
 	}
+	for _, pos := range t.earlier {
+		if err := b.acc.jr.WaitDurable(ctx, pos); err != nil {
+			return err
+		}
+	}
 	return b.acc.jr.WaitDurable(ctx, t.Pos)
 }

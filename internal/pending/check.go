@@ -24,8 +24,8 @@ func (a *Accumulator) check(s *shard, items []change.Change, errs []error, excl 
 	// Without windows: the hot path, kept free of what windows need.
 	acc, found := s.accepted[:0], s.found[:0]
 	s.group++
+	s.reserved = 0
 	defer clear(s.fresh) // its keys alias the caller's buffer
-	newKeys := int64(0)
 	stop = len(items)
 	for i, ch := range items {
 		errs[i] = nil
@@ -40,25 +40,12 @@ func (a *Accumulator) check(s *shard, items []change.Change, errs []error, excl 
 		c := a.lookup(s, id, excl)
 		var cur int64
 		newKey := false
-		switch {
-		case c != nil:
+		if c != nil {
 			cur = s.tentative(c)
-		default:
+		} else {
 			var seen bool
-			if cur, seen = s.fresh[id]; !seen && a.keys.Load()+newKeys >= a.maxPending {
-				if !excl {
-					stop = i // the key may be pending in another shard
-					break
-				}
-				a.m.rejected.Inc()
-				errs[i] = ErrBackoff
-				refused++
-				continue
-			}
+			cur, seen = s.fresh[id]
 			newKey = !seen
-		}
-		if stop == i {
-			break
 		}
 		sum, ok := addChecked(cur, ch.Delta)
 		if replaces(ch.Kind) {
@@ -74,20 +61,51 @@ func (a *Accumulator) check(s *shard, items []change.Change, errs []error, excl 
 			refused++
 			continue
 		}
+		if newKey && !a.reserveKey(s) {
+			if !excl {
+				stop = i // the key may be pending in another shard
+				break
+			}
+			a.m.rejected.Inc()
+			errs[i] = ErrBackoff
+			refused++
+			continue
+		}
 		switch {
 		case c != nil:
 			c.tent = sum
 		case len(items) > 1:
 			s.fresh[id] = sum
 		}
-		if newKey {
-			newKeys++
-		}
 		acc = append(acc, ch)
 		found = append(found, c)
 	}
 	s.accepted, s.found = acc[:0], found // add reads found
 	return acc, len(acc), refused, stop
+}
+
+// reserveKey counts a key new to s against MaxPendingKeys, atomically, so
+// shards checking at once cannot pass the limit together; it reports
+// false, reserving nothing, at the limit. The reservation becomes the
+// key's cell when the group is folded, and is given back (s.reserved) if
+// the group is not.
+func (a *Accumulator) reserveKey(s *shard) bool {
+	n := a.keys.Add(1)
+	if n > a.maxPending {
+		a.keys.Add(-1)
+		return false
+	}
+	if n == a.maxKeys {
+		a.kick()
+	}
+	s.reserved++
+	return true
+}
+
+// releaseKey gives back a key reserveKey counted for s.
+func (a *Accumulator) releaseKey(s *shard) {
+	a.keys.Add(-1)
+	s.reserved--
 }
 
 // lookup returns id's cell in s, consolidated from every shard on the
@@ -106,9 +124,9 @@ func (a *Accumulator) lookup(s *shard, id change.ID, excl bool) *cell {
 func (a *Accumulator) checkWindowed(s *shard, items []change.Change, errs []error, excl bool) (acc []change.Change, accepted, refused, stop int) {
 	acc, found := s.accepted[:0], s.found[:0]
 	s.group++
+	s.reserved = 0
 	defer clear(s.fresh) // its keys alias the caller's buffer
-	newKeys := int64(0)
-	at := a.clock.Now() // once per group
+	at := a.clock.Now()  // once per group
 	stop = len(items)
 	for i, ch := range items {
 		errs[i] = nil
@@ -121,7 +139,7 @@ func (a *Accumulator) checkWindowed(s *shard, items []change.Change, errs []erro
 		for _, sub := range s.expanded {
 			var c *cell
 			var u undoEntry
-			if c, u, err = a.checkOne(s, sub, &newKeys, excl); err != nil {
+			if c, u, err = a.checkOne(s, sub, excl); err != nil {
 				break
 			}
 			undo = append(undo, u)
@@ -132,7 +150,7 @@ func (a *Accumulator) checkWindowed(s *shard, items []change.Change, errs []erro
 			// Take back the tentative sums of the item's changes checked
 			// before the refused one.
 			for j := len(undo) - 1; j >= 0; j-- {
-				s.rollback(undo[j], &newKeys)
+				a.rollback(s, undo[j])
 			}
 			acc, found = acc[:mark], found[:mark]
 		}
@@ -157,7 +175,8 @@ func (a *Accumulator) checkWindowed(s *shard, items []change.Change, errs []erro
 }
 
 // undoEntry is what checkOne changed, so a refused item can take back the
-// tentative sums of its changes checked before the refused one.
+// tentative sums (and reserved keys) of its changes checked before the
+// refused one.
 type undoEntry struct {
 	c      *cell // the counter's cell, or nil for one in fresh
 	prev   int64 // its tentative sum before
@@ -169,7 +188,7 @@ type undoEntry struct {
 // checkOne checks one change against its counter's tentative sum and
 // records the new sum, for checkWindowed. On the fast path it returns
 // errExclusive for a change that needs the exclusive path.
-func (a *Accumulator) checkOne(s *shard, ch change.Change, newKeys *int64, excl bool) (*cell, undoEntry, error) {
+func (a *Accumulator) checkOne(s *shard, ch change.Change, excl bool) (*cell, undoEntry, error) {
 	if !excl && replaces(ch.Kind) {
 		return nil, undoEntry{}, errExclusive
 	}
@@ -177,19 +196,10 @@ func (a *Accumulator) checkOne(s *shard, ch change.Change, newKeys *int64, excl 
 	c := a.lookup(s, id, excl)
 	u := undoEntry{c: c}
 	var cur int64
-	switch {
-	case c != nil:
+	if c != nil {
 		cur = s.tentative(c)
-	default:
+	} else {
 		cur, u.seen = s.fresh[id]
-		if !u.seen && a.keys.Load()+*newKeys >= a.maxPending {
-			if !excl {
-				return nil, u, errExclusive
-			}
-			a.m.rejected.Inc()
-			return nil, u, ErrBackoff
-		}
-		u.newKey = !u.seen
 	}
 	u.prev = cur
 	sum, ok := addChecked(cur, ch.Delta)
@@ -203,15 +213,22 @@ func (a *Accumulator) checkOne(s *shard, ch change.Change, newKeys *int64, excl 
 		a.m.rejected.Inc()
 		return nil, u, ErrOverflow
 	}
+	if c == nil && !u.seen {
+		if !a.reserveKey(s) {
+			if !excl {
+				return nil, u, errExclusive // the key may be pending in another shard
+			}
+			a.m.rejected.Inc()
+			return nil, u, ErrBackoff
+		}
+		u.newKey = true
+	}
 	switch {
 	case c != nil:
 		c.tent = sum
 	default:
 		s.fresh[id] = sum
 		u.id = id
-	}
-	if u.newKey {
-		*newKeys++
 	}
 	return c, u, nil
 }
@@ -225,8 +242,8 @@ func (s *shard) tentative(c *cell) int64 {
 	return c.tent
 }
 
-// rollback takes back what checkOne recorded for u.
-func (s *shard) rollback(u undoEntry, newKeys *int64) {
+// rollback takes back what checkOne recorded for u in s.
+func (a *Accumulator) rollback(s *shard, u undoEntry) {
 	switch {
 	case u.c != nil:
 		u.c.tent = u.prev
@@ -236,6 +253,6 @@ func (s *shard) rollback(u undoEntry, newKeys *int64) {
 		delete(s.fresh, u.id)
 	}
 	if u.newKey {
-		*newKeys--
+		a.releaseKey(s)
 	}
 }

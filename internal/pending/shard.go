@@ -41,8 +41,8 @@ import (
 //     cells from the other shards into shard 0's (consolidate), and
 //     checks and folds there, exactly as the single map did: so SET
 //     replaces what every shard held before it, overflow is checked
-//     against the true sum, and the pending-key limit counts the key
-//     once. A cell of shard 0 left past the bound is marked big in every
+//     against the true sum, and a key pending in another shard is not
+//     refused as new at the pending-key limit. A cell of shard 0 left past the bound is marked big in every
 //     shard, so later changes to it come back here. It is rare: int64
 //     edges, the key limit and reset commands.
 //
@@ -50,6 +50,12 @@ import (
 // Accumulator.add): the changes before it on the fast path, it on the
 // exclusive path, then the rest, each piece one journal record, so the
 // replies are those of accepting the changes one after another.
+//
+// The pending-key limit counts cells: a key new to a shard reserves one
+// atomically at check time (reserveKey), so shards checking at once cannot
+// pass the limit together, and a key two shards hold counts twice until
+// an exclusive step merges it. So near the limit a new key may be refused
+// a little earlier than one map would; every other reply is the same.
 type shard struct {
 	mu    sync.Mutex
 	cells cells
@@ -62,6 +68,7 @@ type shard struct {
 	accepted []change.Change
 	expanded []change.Change // one item and its bucket changes
 	undo     []undoEntry
+	reserved int64  // keys the group under check reserved (reserveKey)
 	rec      []byte // the group's journal record, encoded outside the journal's lock
 }
 
