@@ -387,19 +387,14 @@ func (h *handler) OnTraffic(c gnet.Conn) gnet.Action {
 	return gnet.None
 }
 
-func groupError(err error) string {
-	if errors.Is(err, journal.ErrFull) {
-		return "BUSY journal full of unflushed increments (database unreachable?); nothing accepted, back off and retry"
-	}
-	return "ERR journal write failed, nothing accepted: " + err.Error()
-}
+// groupError and itemError answer refusals with a plain error: the
+// prototype measures the accept path, not counterd's error wording
+// (internal/server/group.go).
+func groupError(err error) string { return "ERR " + err.Error() }
 
 func itemError(err error) string {
-	switch {
-	case errors.Is(err, pending.ErrBackoff):
+	if errors.Is(err, pending.ErrBackoff) {
 		return "BUSY " + err.Error()
-	case errors.Is(err, pending.ErrOverflow):
-		return "ERR " + err.Error()
 	}
 	return groupError(err)
 }

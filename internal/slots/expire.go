@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -158,22 +157,16 @@ func (s *Store) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 			res.Limited = true
 			return res, nil
 		}
-		var n int64
-		for attempt := 1; ; attempt++ {
-			var err error
+		var (
+			n        int64
+			attempts int
+		)
+		err := s.retry(ctx, &attempts, func() (err error) {
 			n, err = s.expireChunk(ctx, now, chunk)
-			if err == nil {
-				break
-			}
-			if !retryable(err) || attempt >= s.maxAttempts {
-				return res, fmt.Errorf("expire chunk %d (attempt %d): %w", res.Chunks+1, attempt, err)
-			}
-			backoff := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6)))
-			select {
-			case <-ctx.Done():
-				return res, fmt.Errorf("expire chunk %d: %w", res.Chunks+1, ctx.Err())
-			case <-time.After(backoff):
-			}
+			return err
+		})
+		if err != nil {
+			return res, fmt.Errorf("expire chunk %d (attempt %d): %w", res.Chunks+1, attempts, err)
 		}
 		if n == 0 {
 			return res, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -221,26 +220,17 @@ func (s *Store) foldChunk(ctx context.Context, cur, end position, n int, stamp *
 		lastKey  *string
 		lastSlot *int16
 	)
-	for attempt := 1; ; attempt++ {
-		var err error
+	var attempts int
+	err := s.retry(ctx, &attempts, func() (err error) {
 		if opts.Targets.Len() == 0 {
-			err = s.pool.QueryRow(ctx, foldChunk, cur.key, cur.slot, end.key, end.slot, n, stamp).
+			return s.pool.QueryRow(ctx, foldChunk, cur.key, cur.slot, end.key, end.slot, n, stamp).
 				Scan(&c.rows, &c.keys, &lastKey, &lastSlot)
-		} else {
-			c, lastKey, lastSlot, err = s.foldChunkTargets(ctx, cur, end, n, stamp, opts.Targets)
 		}
-		if err == nil {
-			break
-		}
-		if !retryable(err) || attempt >= s.maxAttempts {
-			return c, fmt.Errorf("attempt %d: %w", attempt, overflow(err))
-		}
-		backoff := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6)))
-		select {
-		case <-ctx.Done():
-			return c, fmt.Errorf("attempt %d: %w", attempt, ctx.Err())
-		case <-time.After(backoff):
-		}
+		c, lastKey, lastSlot, err = s.foldChunkTargets(ctx, cur, end, n, stamp, opts.Targets)
+		return err
+	})
+	if err != nil {
+		return c, fmt.Errorf("attempt %d: %w", attempts, overflow(err))
 	}
 	if lastKey != nil && lastSlot != nil {
 		c.last = position{*lastKey, *lastSlot}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -110,20 +109,10 @@ func (s *Store) ExpireBuckets(ctx context.Context, now time.Time, opts FoldOptio
 	}
 }
 
-// retryTx runs fn, again after a deadlock or serialization failure.
+// retryTx is retry without counting attempts.
 func (s *Store) retryTx(ctx context.Context, fn func() error) error {
-	for attempt := 1; ; attempt++ {
-		err := fn()
-		if err == nil || !retryable(err) || attempt >= s.maxAttempts {
-			return err
-		}
-		backoff := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6)))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
-		}
-	}
+	var attempts int
+	return s.retry(ctx, &attempts, fn)
 }
 
 const lastBucketSlot = `

@@ -48,7 +48,10 @@ func (s *Store) writeTx(ctx context.Context, seq int64, p *part, grants *grantBa
 		doneAll, err = s.writeTxOnce(ctx, seq, p, grants, res)
 		return err
 	})
-	return err == nil && doneAll, err
+	if err != nil {
+		return false, fmt.Errorf("write batch (attempt %d): %w", res.Attempts, err)
+	}
+	return doneAll, nil
 }
 
 func (s *Store) writeTxOnce(ctx context.Context, seq int64, p *part, grants *grantBatch, res *ApplyResult) (bool, error) {

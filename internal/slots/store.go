@@ -91,22 +91,22 @@ func (s *Store) Slots() int { return s.slots }
 // Writers returns how many transactions ApplyOnce runs at once.
 func (s *Store) Writers() int { return s.writers }
 
-// retry runs fn, again after a deadlock or serialization
-// failure, at most s.maxAttempts times.
+// retry runs fn, again after a deadlock or serialization failure (with
+// a random backoff that doubles up to 64 ms), until it has tried
+// s.maxAttempts times in all; *attempts counts the tries. It returns fn's
+// last error, or ctx's if ctx ends during a backoff. Every retried
+// transaction of the store goes through it.
 func (s *Store) retry(ctx context.Context, attempts *int, fn func() error) error {
 	for {
 		*attempts++
 		err := fn()
-		if err == nil {
-			return nil
-		}
-		if !retryable(err) || *attempts >= s.maxAttempts {
-			return fmt.Errorf("write batch (attempt %d): %w", *attempts, err)
+		if err == nil || !retryable(err) || *attempts >= s.maxAttempts {
+			return err
 		}
 		backoff := time.Duration(rand.Int64N(int64(time.Millisecond) << min(*attempts, 6)))
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("write batch: %w", ctx.Err())
+			return ctx.Err()
 		case <-time.After(backoff):
 		}
 	}

@@ -158,7 +158,10 @@ func (s *Store) write(ctx context.Context, seq int64, p *part, res *ApplyResult)
 		}
 		return scan(s.pool.QueryRow(ctx, query, args...))
 	})
-	return err == nil && p.lanes != nil && doneLanes == len(p.lanes), err
+	if err != nil {
+		return false, fmt.Errorf("write batch (attempt %d): %w", res.Attempts, err)
+	}
+	return p.lanes != nil && doneLanes == len(p.lanes), nil
 }
 
 // The write runs as an unnamed statement (QueryExecModeCacheDescribe), so
