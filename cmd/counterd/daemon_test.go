@@ -76,9 +76,12 @@ func newDaemon(t testing.TB, db *pgtest.DB, extra ...string) *daemon {
 		"COUNTERD_METRICS_ADDR=127.0.0.1:0",
 		"COUNTERD_LOG_LEVEL=debug",
 	}, extra...)
-	if io := os.Getenv("COUNTERD_IO"); io != "" {
-		// The whole suite runs under either mode: COUNTERD_IO=loop go test.
-		d.env = append([]string{"COUNTERD_IO=" + io}, d.env...)
+	for _, name := range []string{"COUNTERD_IO", "COUNTERD_LOOPS"} {
+		// The whole suite runs under either I/O mode and any loop count:
+		// COUNTERD_IO=goroutines go test, COUNTERD_LOOPS=3 go test.
+		if v := os.Getenv(name); v != "" {
+			d.env = append([]string{name + "=" + v}, d.env...)
+		}
 	}
 	return d
 }

@@ -87,31 +87,37 @@ func checkExact(t *testing.T, l *load, got map[string]int64) {
 }
 
 // Killing the daemon with SIGKILL again and again under load loses no
-// acknowledged increment and applies none twice.
+// acknowledged increment and applies none twice: with the default event
+// loops, and with three loops, whose shards each round merges.
 func TestKill9UnderLoad(t *testing.T) {
 	t.Parallel()
-	db := pgtest.New(t, pgtest.Options{})
-	d := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=20ms")
-	l := startLoad(t, d.socket, 6, 20, 50)
-	const kills = 5
-	for range kills {
-		l.waitAcks(t, 3000)
-		l.down()
-		d.kill()
-		d.restart()
-		l.upAgain()
-	}
-	l.waitAcks(t, 3000)
-	l.halt()
-	flush(t, d.socket)
-	checkExact(t, l, totals(t, db.URL))
-	if l.refused != 0 {
-		t.Errorf("%d increments refused; want 0", l.refused)
-	}
+	for _, loops := range []string{"0", "3"} {
+		t.Run("loops="+loops, func(t *testing.T) {
+			t.Parallel()
+			db := pgtest.New(t, pgtest.Options{})
+			d := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=20ms", "COUNTERD_LOOPS="+loops)
+			l := startLoad(t, d.socket, 6, 20, 50)
+			const kills = 5
+			for range kills {
+				l.waitAcks(t, 3000)
+				l.down()
+				d.kill()
+				d.restart()
+				l.upAgain()
+			}
+			l.waitAcks(t, 3000)
+			l.halt()
+			flush(t, d.socket)
+			checkExact(t, l, totals(t, db.URL))
+			if l.refused != 0 {
+				t.Errorf("%d increments refused; want 0", l.refused)
+			}
 
-	// A graceful stop leaves a journal with nothing to replay.
-	d.stop()
-	assertJournalEmpty(t, d.journal)
+			// A graceful stop leaves a journal with nothing to replay.
+			d.stop()
+			assertJournalEmpty(t, d.journal)
+		})
+	}
 }
 
 func assertJournalEmpty(t *testing.T, dir string) {
