@@ -1,8 +1,10 @@
 package pending
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -159,5 +161,69 @@ func TestShardsReserveKeysAtOnce(t *testing.T) {
 	}
 	if n := b.PendingKeys(); n != limit {
 		t.Fatalf("PendingKeys = %d; want %d", n, limit)
+	}
+}
+
+// cutDuringJournal starts a Cut during its first AppendRecord and returns
+// only once that Cut holds shard 0's lock, so the Cut runs between the
+// caller's fast-path piece and any exclusive piece after it. It records
+// the positions WaitDurable is asked for.
+type cutDuringJournal struct {
+	Journal
+	b      *Buffer
+	once   sync.Once
+	cut    chan error
+	waited []journal.Position
+}
+
+func (j *cutDuringJournal) AppendRecord(rec []byte, n int) (journal.Position, error) {
+	pos, err := j.Journal.AppendRecord(rec, n)
+	j.once.Do(func() {
+		go func() {
+			_, err := j.b.acc.Cut()
+			j.cut <- err
+		}()
+		home := j.b.acc.shards[0]
+		for home.mu.TryLock() { // until the Cut holds it
+			home.mu.Unlock()
+			runtime.Gosched()
+		}
+	})
+	return pos, err
+}
+
+func (j *cutDuringJournal) WaitDurable(ctx context.Context, pos journal.Position) error {
+	j.waited = append(j.waited, pos)
+	return j.Journal.WaitDurable(ctx, pos)
+}
+
+// A group whose pieces a round cut separates waits for the durability of
+// every segment it wrote to, not only the last (under fsync=always a
+// failed fsync is reported per segment).
+func TestGroupInPiecesAcrossCutWaitsForEverySegment(t *testing.T) {
+	t.Parallel()
+	jr, _ := openJournal(t)
+	defer jr.Close()
+	cj := &cutDuringJournal{Journal: jr, cut: make(chan error, 1)}
+	b := New(nil, Options{Journal: cj, Identity: slots.Identity{Instance: "i", Generation: "g"}, Shards: 1})
+	cj.b = b
+	g := []change.Change{incr("a", 1), set("b", 5)} // a fast piece, then an exclusive one
+	errs := make([]error, len(g))
+	tk, err := b.Shard(0).AddGroup(g, errs)
+	if err != nil || errors.Join(errs...) != nil {
+		t.Fatal(err, errs)
+	}
+	if err := <-cj.cut; err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitDurable(t.Context(), tk); err != nil {
+		t.Fatal(err)
+	}
+	segs := map[uint64]bool{}
+	for _, p := range cj.waited {
+		segs[p.Seq] = true
+	}
+	if len(segs) != 2 {
+		t.Fatalf("WaitDurable waited on %v; want a position in each of the two segments the group wrote to", cj.waited)
 	}
 }
