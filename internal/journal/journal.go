@@ -306,10 +306,16 @@ func (j *Journal) Append(items []change.Change) (Position, error) {
 }
 
 // Encode appends the record of items to dst, as Append would write it,
-// checking each item as Append does. A caller that encodes its records
-// itself, outside the journal's lock, writes them with AppendRecord.
-func Encode(dst []byte, items []change.Change) ([]byte, error) {
-	return appendRecord(dst, items)
+// checking each item as Append does (a refused item counts as an append
+// error). It takes no lock: a caller that encodes its records itself
+// writes them with AppendRecord.
+func (j *Journal) Encode(dst []byte, items []change.Change) ([]byte, error) {
+	rec, err := appendRecord(dst, items)
+	if err != nil {
+		j.m.appendErrors.Inc()
+		return rec, fmt.Errorf("encode journal record: %w", err)
+	}
+	return rec, nil
 }
 
 // AppendRecord is Append of a record Encode made of n items: only the

@@ -364,12 +364,13 @@ func TestVarianceRoundTrip(t *testing.T) {
 	}
 }
 
-// Append refuses an item that recovery could not read back, and writes
-// nothing.
+// Append and Encode refuse an item that recovery could not read back,
+// count it as an append error, and write nothing.
 func TestAppendRefusesBadItems(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	j, _ := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo})
+	set := metrics.NewSet()
+	j, _ := openT(t, journal.Options{Dir: dir, Fsync: journal.FsyncNo, Metrics: set})
 	tests := []struct {
 		name string
 		c    change.Change
@@ -387,6 +388,12 @@ func TestAppendRefusesBadItems(t *testing.T) {
 		if _, err := j.Append([]change.Change{good, tt.c}); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: Append: got %v; want an error saying %q", tt.name, err, tt.want)
 		}
+		if _, err := j.Encode(nil, []change.Change{good, tt.c}); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Encode: got %v; want an error saying %q", tt.name, err, tt.want)
+		}
+	}
+	if got := counter(set, "counterd_journal_append_errors_total"); got != uint64(2*len(tests)) {
+		t.Errorf("append errors: got %d; want %d", got, 2*len(tests))
 	}
 	if got := fileSize(t, segPath(dir, 1)); got != headerSize {
 		t.Errorf("segment size after refused appends: got %d; want %d", got, headerSize)

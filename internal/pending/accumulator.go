@@ -23,6 +23,7 @@ var ErrOverflow = errors.New("increment or decrement would overflow")
 
 // Journal is what the accumulator needs of the write-ahead journal.
 type Journal interface {
+	Encode(dst []byte, items []change.Change) ([]byte, error)
 	AppendRecord(rec []byte, n int) (journal.Position, error)
 	Current() uint64
 	Rotate() (closed uint64, rotated bool, err error)

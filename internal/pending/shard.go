@@ -1,7 +1,6 @@
 package pending
 
 import (
-	"fmt"
 	"math"
 	"sync"
 
@@ -78,12 +77,12 @@ const maxKeptRecord = 1 << 20
 // journal encodes acc as one record in the shard's own buffer and appends
 // it: only the write(2) runs under the journal's lock.
 func (s *shard) journal(jr Journal, acc []change.Change) (journal.Position, error) {
-	rec, err := journal.Encode(s.rec[:0], acc)
+	rec, err := jr.Encode(s.rec[:0], acc)
 	if cap(rec) <= maxKeptRecord {
 		s.rec = rec[:0]
 	}
 	if err != nil {
-		return journal.Position{}, fmt.Errorf("journal record: %w", err)
+		return journal.Position{}, err
 	}
 	return jr.AppendRecord(rec, len(acc))
 }
