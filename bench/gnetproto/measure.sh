@@ -65,12 +65,18 @@ stop_server() { # SIGTERM, bounded wait; returns the server's exit status
 	return "$rc"
 }
 
+BENCH= # the running redis-benchmark's timeout process, if any
+
 cleanup() {
+	if [ -n "$BENCH" ]; then
+		kill "$BENCH" 2>/dev/null || true
+		wait "$BENCH" 2>/dev/null || true
+	fi
 	stop_server || true
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM HUP
 
 echo "building counterd ($COUNTERD_SRC/cmd/counterd) and gnetproto into $BIN" >&2
 mkdir -p "$BIN"
@@ -130,12 +136,21 @@ start_server() {
 run_cell() {
 	local name=$1 round=$2 p=$3 n=$4 t0 t1 out rps p50 cpu
 	t0=$(cpu_ticks "$PID")
-	out=$(timeout "$CELL_TIMEOUT" redis-benchmark -s "$SOCK" -c "$CLIENTS" -r "$KEYS" -n "$n" -P "$p" -q \
-		incr 'post:__rand_int__' 2>&1 | tr '\r' '\n') || {
+	# In the background and waited for, so a signal reaches the trap at
+	# once and cleanup can stop the benchmark (a foreground command
+	# substitution would hold the trap until redis-benchmark ended).
+	timeout "$CELL_TIMEOUT" redis-benchmark -s "$SOCK" -c "$CLIENTS" -r "$KEYS" -n "$n" -P "$p" -q \
+		incr 'post:__rand_int__' >"$WORK/bench.out" 2>&1 &
+	BENCH=$!
+	local rc=0
+	wait "$BENCH" || rc=$?
+	BENCH=
+	out=$(tr '\r' '\n' <"$WORK/bench.out")
+	if [ "$rc" -ne 0 ]; then
 		echo "measure.sh: redis-benchmark failed or timed out ($name P=$p):" >&2
 		printf '%s\n' "$out" | tail -5 >&2
 		return 1
-	}
+	fi
 	t1=$(cpu_ticks "$PID")
 	local line
 	line=$(printf '%s\n' "$out" | grep 'requests per second' | tail -1)

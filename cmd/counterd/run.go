@@ -150,6 +150,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		prepare = nil // done; the flusher need not migrate again
 	}
 
+	loops := loopsFor(&cfg)
 	opts := pending.Options{
 		Recovered:      recoveredRounds(jr, recovered),
 		Prepare:        prepare,
@@ -157,7 +158,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		IntervalMax:    cfg.FlushIntervalMax,
 		MaxKeys:        cfg.FlushMaxKeys,
 		MaxPendingKeys: cfg.MaxPendingKeys,
-		Shards:         shardsFor(&cfg),
+		Shards:         loops,
 		Windows:        win,
 		Clock:          clock,
 		Logger:         log,
@@ -184,7 +185,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		Timeout:         cfg.FlushTimeout,
 		AckCommit:       cfg.Ack == "commit",
 		IO:              cfg.IO,
-		Loops:           cfg.Loops,
+		Loops:           loops,
 		Hot:             hot,
 		Sample:          sample,
 		MaxConns:        cfg.MaxConns,
@@ -281,11 +282,11 @@ func journalBytes(jr *journal.Journal) int64 {
 	return jr.Bytes()
 }
 
-// shardsFor is how many accept shards the buffer needs: one per event
-// loop, none for goroutines.
-func shardsFor(cfg *config.Counterd) int {
+// loopsFor is how many event loops serve connections, worked out once so
+// the buffer has one accept shard per loop: none for goroutines.
+func loopsFor(cfg *config.Counterd) int {
 	switch {
-	case cfg.IO != "loop":
+	case cfg.IO != server.IOLoop:
 		return 0
 	case cfg.Loops > 0:
 		return cfg.Loops

@@ -47,6 +47,9 @@ func TestLoadCounterd(t *testing.T) {
 	f([]string{db, "COUNTERD_LOCK_TIMEOUT=-5s"}, "COUNTERD_LOCK_TIMEOUT")
 	f([]string{db, "COUNTERD_SAMPLE_KEYS=view:*,*:views"}, "")
 	f([]string{db, "COUNTERD_SAMPLE_KEYS=view:*,"}, "COUNTERD_SAMPLE_KEYS")
+	f([]string{db, "COUNTERD_LOOPS=-1"}, "COUNTERD_LOOPS")
+	f([]string{db, "COUNTERD_LOOPS=257"}, "COUNTERD_LOOPS")
+	f([]string{db, "COUNTERD_LOOPS=4"}, "")
 }
 
 func TestDefaults(t *testing.T) {

@@ -294,6 +294,9 @@ func (j *Journal) Bytes() int64 { return j.total.Load() }
 func (j *Journal) Append(items []change.Change) (Position, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.closed {
+		return Position{}, fmt.Errorf("append to journal: %w", os.ErrClosed)
+	}
 	buf, err := appendRecord(j.buf[:0], items)
 	if cap(buf) <= maxKeptBuffer {
 		j.buf = buf[:0]

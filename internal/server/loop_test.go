@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -267,4 +268,27 @@ func TestLoopHangupDuringCommand(t *testing.T) {
 			break // closed once the GET came back
 		}
 	}
+}
+
+// Several loops, each accepting into its own pending shard: every
+// connection's increments are counted, and a read sees all the shards.
+func TestLoopsWithOwnShards(t *testing.T) {
+	t.Parallel()
+	const loops, conns, each = 3, 12, 50
+	buf := pending.New(emptyStore{}, pending.Options{Shards: loops})
+	path := loopServer(t, buf, Options{Loops: loops}, nil)
+	cs := make([]*loopClient, conns)
+	for i := range cs {
+		cs[i] = dialLoop(t, path) // handed to the loops round robin
+		cs[i].send(strings.Repeat("INCR k\r\nINCRBY k 2\r\n", each))
+	}
+	for _, c := range cs {
+		for range each {
+			c.expect(":1\r\n", ":2\r\n")
+		}
+	}
+	g := dialLoop(t, path)
+	g.send("GET k\r\n")
+	total := strconv.Itoa(conns * each * 3)
+	g.expect(fmt.Sprintf("$%d\r\n", len(total)), total+"\r\n")
 }
