@@ -25,38 +25,53 @@ func distinctKeys(n int) [][]byte {
 // BenchmarkObserveCold observes 1M distinct keys on the real clock, so each
 // is cold; the table must stay empty or the numbers measure the slow path.
 func BenchmarkObserveCold(b *testing.B) {
+	c := benchCold(b, observe)
+	b.StopTimer()
+	b.ReportMetric(float64(c.HotCount()), "hot")
+}
+
+func observe(c *hotness.Classifier, key []byte) { c.Observe(key) }
+
+// benchCold calls observe on 1M distinct keys from every goroutine, each
+// starting elsewhere in the list.
+func benchCold(b *testing.B, observe func(*hotness.Classifier, []byte)) *hotness.Classifier {
 	keys := distinctKeys(1 << 20)
 	c := hotness.New(hotness.Options{})
-	defer c.Close()
+	b.Cleanup(c.Close)
 	var next atomic.Uint64
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		i := next.Add(1 << 18) // each goroutine starts elsewhere
 		for pb.Next() {
-			c.Observe(keys[i&(1<<20-1)])
+			observe(c, keys[i&(1<<20-1)])
 			i++
 		}
 	})
-	b.StopTimer()
-	b.ReportMetric(float64(c.HotCount()), "hot")
+	return c
 }
 
 // BenchmarkObserveHot observes one key from every goroutine: it is hot from
 // the first ~100µs on, and every goroutine contends for its counter.
 func BenchmarkObserveHot(b *testing.B) {
+	c := benchHot(b, observe)
+	b.StopTimer()
+	b.ReportMetric(float64(c.HotCount()), "hot")
+}
+
+// benchHot calls observe on one key from every goroutine.
+func benchHot(b *testing.B, observe func(*hotness.Classifier, []byte)) *hotness.Classifier {
 	c := hotness.New(hotness.Options{})
-	defer c.Close()
+	b.Cleanup(c.Close)
 	key := []byte("post:42")
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			c.Observe(key)
+			observe(c, key)
 		}
 	})
-	b.StopTimer()
-	b.ReportMetric(float64(c.HotCount()), "hot")
+	return c
 }
 
 // BenchmarkObserveColdSerial is BenchmarkObserveCold on one goroutine: the
@@ -110,32 +125,7 @@ func BenchmarkHot(b *testing.B) {
 // BenchmarkTallyCold is BenchmarkObserveCold through Tally, the call for
 // keys that are never sampled: three calls in four (default Every) return
 // after a random number.
-func BenchmarkTallyCold(b *testing.B) {
-	keys := distinctKeys(1 << 20)
-	c := hotness.New(hotness.Options{})
-	defer c.Close()
-	var next atomic.Uint64
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := next.Add(1 << 18)
-		for pb.Next() {
-			c.Tally(keys[i&(1<<20-1)])
-			i++
-		}
-	})
-}
+func BenchmarkTallyCold(b *testing.B) { benchCold(b, (*hotness.Classifier).Tally) }
 
 // BenchmarkTallyHot is BenchmarkObserveHot through Tally.
-func BenchmarkTallyHot(b *testing.B) {
-	c := hotness.New(hotness.Options{})
-	defer c.Close()
-	key := []byte("post:42")
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			c.Tally(key)
-		}
-	})
-}
+func BenchmarkTallyHot(b *testing.B) { benchHot(b, (*hotness.Classifier).Tally) }
