@@ -297,12 +297,11 @@ func (j *Journal) Append(items []change.Change) (Position, error) {
 	if j.closed {
 		return Position{}, fmt.Errorf("append to journal: %w", os.ErrClosed)
 	}
-	buf, err := appendRecord(j.buf[:0], items)
+	buf, err := j.Encode(j.buf[:0], items)
 	if cap(buf) <= maxKeptBuffer {
 		j.buf = buf[:0]
 	}
 	if err != nil {
-		j.m.appendErrors.Inc()
 		return Position{}, fmt.Errorf("append to segment %d: %w", j.currentSeqLocked(), err)
 	}
 	return j.appendRecordLocked(buf, len(items))
