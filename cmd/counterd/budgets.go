@@ -22,10 +22,12 @@ import (
 // replayed is the last round replayed from the journal (0: none): the
 // manager returns an earlier run's leases once it is committed, since
 // only then is every grant from them recorded.
-func newBudgets(cfg config.Counterd, log *slog.Logger, pool *pgxpool.Pool, jr *journal.Journal, buf *pending.Buffer, replayed uint64, set *metrics.Set) *budget.Manager {
+func newBudgets(cfg config.Counterd, log *slog.Logger, pool *pgxpool.Pool, jr *journal.Journal, buf *pending.Buffer, replayed uint64, own *ownership, set *metrics.Set) *budget.Manager {
+	st := budget.NewStore(pool)
 	var holder string
 	if jr != nil {
 		holder = jr.InstanceID()
+		st.Generation = jr.Generation()
 	}
 	record := func(c change.Change) (func(context.Context) error, error) {
 		items, errs := []change.Change{c}, []error{nil}
@@ -43,19 +45,23 @@ func newBudgets(cfg config.Counterd, log *slog.Logger, pool *pgxpool.Pool, jr *j
 			return buf.WaitDurable(ctx, t)
 		}, nil
 	}
-	return budget.New(budget.NewStore(pool), budget.Options{
+	return budget.New(st, budget.Options{
 		Holder: holder,
 		Record: record,
 		Replayed: func(ctx context.Context) error {
+			if err := own.waitClaimed(ctx); err != nil {
+				return err
+			}
 			if replayed == 0 {
 				return nil
 			}
 			return buf.WaitCommitted(ctx, replayed)
 		},
-		TTL:      cfg.LeaseTTL,
-		Interval: cfg.FlushInterval,
-		Logger:   log.With("component", "budget"),
-		Metrics:  set,
+		KeepEarlier: own.elsewhere,
+		TTL:         cfg.LeaseTTL,
+		Interval:    cfg.FlushInterval,
+		Logger:      log.With("component", "budget"),
+		Metrics:     set,
 	})
 }
 

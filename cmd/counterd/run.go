@@ -99,6 +99,10 @@ func migrateUp(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error 
 // the database; shutdown stops accepting, finishes every connection, then
 // flushes everything and closes the journal.
 func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgxpool.Pool) error {
+	// A fenced journal instance stops the daemon as SIGTERM would, with
+	// the fence as the reason.
+	ctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
 	win, err := windows.Parse(cfg.Windows)
 	if err != nil {
 		return fmt.Errorf("BUG: COUNTERD_WINDOWS passed validation: %w", err)
@@ -138,13 +142,23 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		log.Warn("journal disabled (COUNTERD_JOURNAL=false): a crash loses unflushed increments")
 	}
 
-	// With the database up, migrate now;
-	// without it, serve anyway and let the flusher migrate when it can.
-	prepare := func(ctx context.Context) error { return migrateUp(ctx, pool, log) }
+	rounds := recoveredRounds(jr, recovered)
+	own := &ownership{cfg: cfg, log: log, pool: pool, jr: jr, rounds: rounds, fail: fail, claimed: make(chan struct{})}
+	defer own.stop()
+	// With the database up, migrate and claim the journal's instance now;
+	// without it, serve anyway and let the flusher do both when it can.
+	// Claiming waits for a live owner's lease for up to COUNTERD_OWNER_TTL,
+	// so it is bounded by the daemon's context, not a round's.
+	prepare := func(pctx context.Context) error {
+		if err := migrateUp(pctx, pool, log); err != nil {
+			return err
+		}
+		return own.claim(ctx)
+	}
 	if err := database.Wait(ctx, pool, 2*time.Second); err != nil {
 		log.Warn("database unreachable at start; accepting increments into the journal until it answers", "err", err)
 	} else {
-		if err := migrateUp(ctx, pool, log); err != nil {
+		if err := prepare(ctx); err != nil {
 			return err
 		}
 		prepare = nil // done; the flusher need not migrate again
@@ -152,8 +166,9 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 
 	loops := loopsFor(&cfg)
 	opts := pending.Options{
-		Recovered:      recoveredRounds(jr, recovered),
+		Recovered:      rounds,
 		Prepare:        prepare,
+		Permanent:      permanent,
 		Interval:       cfg.FlushInterval,
 		IntervalMax:    cfg.FlushIntervalMax,
 		MaxKeys:        cfg.FlushMaxKeys,
@@ -179,7 +194,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	for _, r := range opts.Recovered {
 		replayed = max(replayed, r.ID.Seq)
 	}
-	budgets := newBudgets(cfg, log, pool, jr, buf, replayed, set)
+	budgets := newBudgets(cfg, log, pool, jr, buf, replayed, own, set)
 	srv := server.New(buf, server.Options{
 		Budgets:         budgets,
 		Timeout:         cfg.FlushTimeout,
@@ -236,7 +251,12 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	flushCtx, stopFlusher := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	var flushErr error
-	wg.Go(func() { flushErr = buf.Run(flushCtx, pending.DrainAfter(ctx, cfg.ShutdownTimeout)) })
+	wg.Go(func() {
+		flushErr = buf.Run(flushCtx, pending.DrainAfter(ctx, cfg.ShutdownTimeout))
+		if flushErr != nil && permanent(flushErr) {
+			fail(flushErr)
+		}
+	})
 	var budgetsDone sync.WaitGroup
 	budgetsDone.Go(func() { budgets.Run(ctx) })
 
@@ -250,6 +270,10 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	if flushErr != nil {
 		return fmt.Errorf("%w (they stay in the journal and are written at the next start)", flushErr)
 	}
+	if cause := context.Cause(ctx); permanent(cause) {
+		return cause
+	}
+	own.release()
 	log.Info("flushed everything; bye")
 	return serveErr
 }

@@ -43,6 +43,12 @@ func (m *Manager) Ready() bool { return m.ready.Load() }
 func (m *Manager) recover(ctx context.Context) {
 	for attempt := 0; ; attempt++ {
 		err := m.opts.Replayed(ctx)
+		if err == nil && m.opts.KeepEarlier != nil && m.opts.KeepEarlier() {
+			m.opts.Logger.Warn("leases of the earlier run are left to expire and be forfeited: it ran elsewhere and may have granted more than its journal here holds")
+			m.keptEarlier = true
+			m.ready.Store(true)
+			return
+		}
 		if err == nil {
 			var leases int
 			var units int64
@@ -166,7 +172,9 @@ func (m *Manager) Close(ctx context.Context, flushed bool) error {
 	if m.opts.Holder == "" || !m.ready.Load() {
 		return nil
 	}
-	if flushed {
+	// After keeping an earlier run's leases, Reclaim would return them
+	// too: give back only this run's unused units.
+	if flushed && !m.keptEarlier {
 		_, units, err := m.st.Reclaim(ctx, m.opts.Holder)
 		m.m.returnedUnits.Add(int(units))
 		return err

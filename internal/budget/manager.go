@@ -28,6 +28,12 @@ type Options struct {
 	// Replayed returns once every grant of an earlier run's journal
 	// (the rounds replayed at start) is recorded in PostgreSQL.
 	Replayed func(context.Context) error
+	// KeepEarlier, when set and true after Replayed, says the earlier
+	// run's journal may not be the whole story (this run took its
+	// instance over from a daemon that stopped heartbeating, elsewhere):
+	// its leases are not returned but left to expire and be forfeited,
+	// since they may cover grants this run never saw.
+	KeepEarlier func() bool
 	// TTL is COUNTERD_LEASE_TTL (default 30s).
 	TTL time.Duration
 	// Interval is the flush interval: leases aim at one interval of
@@ -54,10 +60,13 @@ type Manager struct {
 	// next tick to retry.
 	unreturned [2][]int64
 
-	ready   atomic.Bool // the journal replay is recorded and old leases returned
-	closed  atomic.Bool
-	fetches sync.WaitGroup
-	m       managerMetrics
+	ready atomic.Bool // the journal replay is recorded and old leases returned
+	// keptEarlier says an earlier run's leases were left to expire
+	// (Options.KeepEarlier); set before ready, read after it.
+	keptEarlier bool
+	closed      atomic.Bool
+	fetches     sync.WaitGroup
+	m           managerMetrics
 }
 
 // budgetKey is one budget's leases in this daemon.

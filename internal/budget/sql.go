@@ -15,7 +15,14 @@ import (
 // Store runs the budget statements. Each is one statement (its own
 // transaction) and keeps granted + leased + forfeited <= total; the
 // CHECK constraints of budgets make PostgreSQL refuse any that would not.
-type Store struct{ pool *pgxpool.Pool }
+type Store struct {
+	pool *pgxpool.Pool
+	// Generation is the daemon run that holds the leases (its journal
+	// generation). Leases are taken and renewed only while that run owns
+	// the holder's instance (counterd_owner_beat), so a daemon whose
+	// instance was taken over by another can never extend a lease.
+	Generation string
+}
 
 // NewStore returns a Store over pool, whose schema is migrated.
 func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
@@ -83,6 +90,7 @@ WITH b AS (
     SET leased = leased + least($2::bigint, (total - granted - leased - forfeited) / $3::bigint),
         last_lease = least($2::bigint, (total - granted - leased - forfeited) / $3::bigint)
     WHERE key = $1 AND least($2::bigint, (total - granted - leased - forfeited) / $3::bigint) >= $4::bigint
+        AND counterd_owner_beat($5, $7)
     RETURNING key, last_lease
 )
 INSERT INTO budget_leases (key, holder, size, leased, expires_at)
@@ -91,9 +99,9 @@ RETURNING id, size`
 
 // Lease leases up to w units of key (at least floor) to holder for ttl
 // and returns the lease id and size, or size 0 when the remainder is too
-// small.
+// small or another run owns holder's instance.
 func (s *Store) Lease(ctx context.Context, key, holder string, w, floor int64, ttl time.Duration) (id, size int64, err error) {
-	err = s.pool.QueryRow(ctx, leaseSQL, key, w, int64(shareDivisor), floor, holder, ttl.Milliseconds()).Scan(&id, &size)
+	err = s.pool.QueryRow(ctx, leaseSQL, key, w, int64(shareDivisor), floor, holder, ttl.Milliseconds(), s.Generation).Scan(&id, &size)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, 0, nil
 	}
@@ -161,10 +169,12 @@ func (s *Store) Reclaim(ctx context.Context, holder string) (leases int, units i
 	return leases, units, err
 }
 
-// Renew extends every live lease of holder by ttl and returns their ids.
+// Renew extends every live lease of holder by ttl and returns their ids;
+// none while another run owns holder's instance.
 func (s *Store) Renew(ctx context.Context, holder string, ttl time.Duration) ([]int64, error) {
-	rows, err := s.pool.Query(ctx, `UPDATE budget_leases SET expires_at = now() + $2::bigint * interval '1 millisecond'
-WHERE holder = $1 AND NOT forfeited RETURNING id`, holder, ttl.Milliseconds())
+	rows, err := s.pool.Query(ctx, `WITH o AS (SELECT counterd_owner_beat($1, $3) AS owned)
+UPDATE budget_leases SET expires_at = now() + $2::bigint * interval '1 millisecond'
+FROM o WHERE o.owned AND holder = $1 AND NOT forfeited RETURNING id`, holder, ttl.Milliseconds(), s.Generation)
 	if err != nil {
 		return nil, fmt.Errorf("renew leases: %w", err)
 	}

@@ -71,6 +71,11 @@ type Counterd struct {
 	// half a minute.
 	LeaseTTL time.Duration `env:"COUNTERD_LEASE_TTL" envDefault:"30s" help:"budget leases (TAKE) live this long unless renewed (every third of it); a daemon stops granting from a lease it could not renew in time, and others forfeit it after the TTL"`
 
+	// 30s, like COUNTERD_LEASE_TTL, and never shorter: a daemon whose
+	// instance is taken over has stopped granting from its budget leases
+	// by then (every renewal is also a heartbeat).
+	OwnerTTL time.Duration `env:"COUNTERD_OWNER_TTL" envDefault:"30s" help:"the journal's instance is claimed in PostgreSQL and heartbeated every third of this; another daemon on a copy of the journal is refused while the heartbeat is younger, and may take the instance over once it is older"`
+
 	Slots      int `env:"COUNTERD_SLOTS" envDefault:"16" help:"slot rows one key may spread over"`
 	Writers    int `env:"COUNTERD_WRITERS" envDefault:"2" help:"most transactions one flush round is split into (one per 2,000 keys), written at once (1..16)"`
 	DBMaxConns int `env:"COUNTERD_DB_MAX_CONNS" envDefault:"8" help:"PostgreSQL connections in the pool"`
@@ -155,6 +160,8 @@ func (c *Counterd) Validate() error {
 		return &Error{"COUNTERD_CLIENT_WRITE_TIMEOUT", "must be positive"}
 	case c.LeaseTTL < 300*time.Millisecond:
 		return &Error{"COUNTERD_LEASE_TTL", "must be at least 300ms"}
+	case c.OwnerTTL < c.LeaseTTL:
+		return &Error{"COUNTERD_OWNER_TTL", "must be at least COUNTERD_LEASE_TTL"}
 	case c.ShutdownTimeout <= 0:
 		return &Error{"COUNTERD_SHUTDOWN_TIMEOUT", "must be positive"}
 	case c.StatementTimeout < 0:

@@ -7,29 +7,32 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
 const (
-	lockName       = "LOCK"
 	instanceIDName = "instance-id"
+	bindingName    = "database"
 	instanceIDLen  = 32
 )
 
-// lockDir takes an exclusive flock on dir/LOCK, held until the returned
-// file is closed. flock belongs to the open file description, so a second
-// Journal in the same process is refused too.
+// lockDir takes an exclusive flock on the directory itself, held until
+// the returned file is closed. A lock file inside it could be deleted (a
+// tmp cleaner, an operator tidying up) and let a second daemon in; the
+// directory cannot be replaced without every segment in it. flock belongs
+// to the open file description, so a second Journal in the same process
+// is refused too.
 func lockDir(dir string) (*os.File, error) {
-	path := filepath.Join(dir, lockName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.Open(dir)
 	if err != nil {
-		return nil, fmt.Errorf("open lock file: %w", err)
+		return nil, fmt.Errorf("open directory to lock it: %w", err)
 	}
 	conn, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
 	}
 	var lockErr error
 	if err := conn.Control(func(fd uintptr) {
@@ -40,11 +43,25 @@ func lockDir(dir string) (*os.File, error) {
 	if lockErr != nil {
 		f.Close()
 		if errors.Is(lockErr, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("lock %s: %w", path, ErrInUse)
+			return nil, fmt.Errorf("lock %s: %w", dir, ErrInUse)
 		}
-		return nil, fmt.Errorf("lock %s: %w", path, lockErr)
+		return nil, fmt.Errorf("lock %s: %w", dir, lockErr)
 	}
 	return f, nil
+}
+
+// dirID names the locked directory itself, device and inode: a copy of
+// it, or a directory made again at the same path, has another.
+func dirID(f *os.File) string {
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", uint64(st.Dev), uint64(st.Ino)) //nolint:unconvert // Dev is int32 on darwin
 }
 
 // readInstanceID reads dir/instance-id; ok is false if there is none.
@@ -71,24 +88,28 @@ func newInstanceID() string {
 	return hex.EncodeToString(raw[:])
 }
 
-// saveInstanceID writes id to dir/instance-id durably. The file is written
-// to a temporary name and renamed so that a crash can never leave a
-// half-written id behind.
+// saveInstanceID writes id to dir/instance-id durably.
 func saveInstanceID(dir, id string) error {
-	path := filepath.Join(dir, instanceIDName)
-	tmp := path + ".tmp"
-	if err := writeFileSync(tmp, []byte(id)); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("save instance id: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("save instance id: %w", err)
-	}
-	if err := syncDir(dir); err != nil {
+	if err := saveFile(dir, instanceIDName, []byte(id)); err != nil {
 		return fmt.Errorf("save instance id: %w", err)
 	}
 	return nil
+}
+
+// saveFile writes dir/name durably. The file is written to a temporary
+// name and renamed so that a crash can never leave it half written.
+func saveFile(dir, name string, b []byte) error {
+	path := filepath.Join(dir, name)
+	tmp := path + ".tmp"
+	if err := writeFileSync(tmp, b); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
 }
 
 func validInstanceID(id string) bool {

@@ -12,8 +12,11 @@
 //
 // # Files
 //
-// Dir holds LOCK (flocked while a Journal is open), instance-id (32 hex
-// characters, created once), segments named %020d.seg after their
+// Dir itself is flocked while a Journal is open (a lock file could be
+// deleted and let a second daemon in; the directory cannot be replaced
+// under its segments). It holds instance-id (32 hex characters, created
+// once), database (which database the rounds belong to, written by the
+// daemon through SaveBinding), segments named %020d.seg after their
 // sequence number, committed segment files kept for reuse, named
 // %020d.free, and damaged/, where the originals of repaired segments are
 // kept. A segment starts with a 36-byte header: the magic "CNTJ", a

@@ -62,8 +62,9 @@ type Journal struct {
 	// before it is, or a restart would commit its rounds under another id.
 	idSaved    bool
 	generation [generationSize]byte
-	first      uint64 // the sequence number of the first segment this Journal creates
-	lock       *os.File
+	first      uint64   // the sequence number of the first segment this Journal creates
+	lock       *os.File // the directory, flocked
+	dirID      string
 
 	mu           sync.Mutex
 	cur          *segment         // nil until the first segment could be created
@@ -193,6 +194,7 @@ func open(opts Options, lock *os.File, log *slog.Logger, set *metrics.Set) (*Jou
 		generation: gen,
 		first:      next,
 		lock:       lock,
+		dirID:      dirID(lock),
 		live:       live,
 	}
 	j.total.Store(total)

@@ -32,6 +32,11 @@ type Options struct {
 	// daemon migrates the schema there, so it can start without a
 	// database).
 	Prepare func(context.Context) error
+	// Permanent, when set, reports errors of Prepare or of a write that
+	// no retry can mend (another daemon took the journal's instance
+	// over): Run returns such an error at once, leaving every round in
+	// the journal.
+	Permanent func(error) bool
 	// Interval is how long an accepted change waits for a round while
 	// PostgreSQL keeps up.
 	Interval time.Duration

@@ -109,8 +109,11 @@ func (f *Flusher) Run(ctx, drain context.Context) error {
 		if ctx.Err() != nil {
 			continue // shutting down: the final flush above does the rest
 		}
-		// flushAll retries until it succeeds or ctx ends.
-		_ = f.flushAll(ctx, true, timed)
+		// flushAll retries until it succeeds, ctx ends or the error is
+		// permanent.
+		if err := f.flushAll(ctx, true, timed); f.permanent(err) {
+			return fmt.Errorf("stopped writing: %d rounds and %d keys not committed: %w", f.QueuedRounds(), f.acc.PendingKeys(), err)
+		}
 		t.Reset(f.pace.next(f.lastCut, f.now()))
 	}
 }
@@ -155,10 +158,11 @@ func (f *Flusher) flushAll(ctx context.Context, paced, timed bool) error {
 			attempt = 0
 			continue
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || f.permanent(err) {
 			// Shutdown cancelled the write; the final flush (or, past
 			// its deadline, the next start) writes the round again. Not
-			// a failure to report here.
+			// a failure to report here. A permanent error is Run's to
+			// report.
 			return err
 		}
 		f.m.flushErrors.Inc()
@@ -170,6 +174,11 @@ func (f *Flusher) flushAll(ctx context.Context, paced, timed bool) error {
 		}
 		attempt++
 	}
+}
+
+// permanent reports whether err is one no retry can mend.
+func (f *Flusher) permanent(err error) bool {
+	return err != nil && f.opts.Permanent != nil && f.opts.Permanent(err)
 }
 
 // seal finishes a rotation outside the shards' locks, so appends

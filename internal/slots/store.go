@@ -112,6 +112,22 @@ func (s *Store) retry(ctx context.Context, attempts *int, fn func() error) error
 	}
 }
 
+// ErrFenced is wrapped by ApplyOnce when the round's instance belongs to
+// another daemon now (counterd_fence): this one must stop writing it.
+var ErrFenced = errors.New("instance taken over by another daemon")
+
+// fenceCode is the SQLSTATE counterd_fence raises.
+const fenceCode = "CDF01"
+
+// fenced wraps a counterd_fence failure in ErrFenced.
+func fenced(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == fenceCode {
+		return fmt.Errorf("%w: %w", ErrFenced, err)
+	}
+	return err
+}
+
 func retryable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {

@@ -91,6 +91,7 @@ func (s *Store) ApplyOnce(ctx context.Context, id BatchID, batch []change.Change
 	for w := range parts {
 		wg.Go(func() {
 			doneAll[w], errs[w] = s.write(ctx, int64(id.Seq), &parts[w], &results[w])
+			errs[w] = fenced(errs[w])
 		})
 	}
 	wg.Wait()
@@ -193,11 +194,15 @@ SELECT count(*) FILTER (WHERE NOT created)::int, count(*) FILTER (WHERE created)
 FROM written`
 
 // advancedCTE moves the watermark of each lane in $1 to $2 where it was
-// below and returns the lanes it moved.
+// below and returns the lanes it moved. counterd_fence, a one-time filter
+// evaluated before any lane moves, fails the statement (ErrFenced) when
+// another daemon has taken over the round's instance.
 const advancedCTE = `
 WITH advanced AS (
     INSERT INTO counterd_instances AS ci (instance, last_seq, updated_at)
-    SELECT l, $2::bigint, now() FROM unnest($1::text[]) AS l ORDER BY l
+    SELECT l, $2::bigint, now() FROM unnest($1::text[]) AS l
+    WHERE counterd_fence($1::text[])
+    ORDER BY l
     ON CONFLICT (instance) DO UPDATE
     SET last_seq = excluded.last_seq, updated_at = excluded.updated_at
     WHERE ci.last_seq < excluded.last_seq

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/counterd/counterd/internal/config"
+	"github.com/counterd/counterd/internal/journal"
+	"github.com/counterd/counterd/internal/owner"
+	"github.com/counterd/counterd/internal/pending"
+	"github.com/counterd/counterd/internal/slots"
+)
+
+// ownership binds the journal to its database and claims its instance
+// before the first round is written, then heartbeats until the daemon
+// stops. Without a journal there is nothing to own.
+type ownership struct {
+	cfg    config.Counterd
+	log    *slog.Logger
+	pool   *pgxpool.Pool
+	jr     *journal.Journal
+	rounds []pending.Recovered
+	fail   context.CancelCauseFunc // stops the daemon when fenced
+
+	owner   *owner.Owner  // set by claim, before claimed is closed
+	claimed chan struct{} // closed once the instance is claimed
+	stopped context.CancelFunc
+	done    sync.WaitGroup
+}
+
+// permanent reports errors no retry mends: the daemon stops, keeping its
+// journal.
+func permanent(err error) bool {
+	return errors.Is(err, owner.ErrInUse) || errors.Is(err, owner.ErrFenced) ||
+		errors.Is(err, owner.ErrOtherDatabase) || errors.Is(err, slots.ErrFenced)
+}
+
+// claim binds and claims (once; the flusher calls it until it succeeds).
+// ctx is the daemon's.
+func (o *ownership) claim(ctx context.Context) error {
+	if o.jr == nil || o.owner != nil {
+		return nil
+	}
+	cur, err := owner.Current(ctx, o.pool)
+	if err != nil {
+		return err
+	}
+	rebound, err := owner.Bind(o.jr, o.cfg.JournalDir, cur, len(o.rounds))
+	if err != nil {
+		return err
+	}
+	if rebound != nil {
+		o.log.Warn("journal moved to another database; it held no rounds to replay", "was", rebound.String(), "now", cur.String())
+	}
+	c := owner.ThisRun(o.jr.InstanceID(), o.jr.Generation(), o.adopted(), o.cfg.JournalDir, o.jr.DirID())
+	own, err := owner.Acquire(ctx, o.pool, c, o.cfg.OwnerTTL, o.log)
+	if err != nil {
+		return err
+	}
+	o.log.Info("journal instance claimed", "instance", c.Instance, "generation", c.Generation, "replaying_generations", len(c.Adopted))
+	o.owner = own
+	close(o.claimed)
+	hctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	o.stopped = stop
+	o.done.Go(func() {
+		if err := own.Run(hctx); err != nil {
+			o.log.Error("stopping: this daemon no longer owns its journal instance", "err", err)
+			o.fail(err)
+		}
+	})
+	return nil
+}
+
+// adopted are the generations of the rounds replayed from the journal.
+func (o *ownership) adopted() []string {
+	var gens []string
+	for _, r := range o.rounds {
+		if g := r.ID.Generation; g != "" && !slices.Contains(gens, g) {
+			gens = append(gens, g)
+		}
+	}
+	return gens
+}
+
+// waitClaimed returns once the instance is claimed, or ctx ends.
+func (o *ownership) waitClaimed(ctx context.Context) error {
+	select {
+	case <-o.claimed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// elsewhere reports whether the instance was taken over from a daemon
+// that ran elsewhere and stopped heartbeating (owner.Owner.Elsewhere).
+// Call it after waitClaimed.
+func (o *ownership) elsewhere() bool { return o.owner.Elsewhere() }
+
+// stop ends the heartbeat.
+func (o *ownership) stop() {
+	if o.stopped != nil {
+		o.stopped()
+	}
+	o.done.Wait()
+}
+
+// release gives the instance up after a clean stop, so a next run
+// anywhere need not wait for the lease to run out.
+func (o *ownership) release() {
+	o.stop()
+	if o.owner == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := o.owner.Release(ctx); err != nil {
+		o.log.Warn("journal instance not released; the next run elsewhere waits COUNTERD_OWNER_TTL for it", "err", err)
+	}
+}
