@@ -114,7 +114,7 @@ func TestCopiedJournalIsRefused(t *testing.T) {
 	copied := filepath.Join(shortDir(t), "journal")
 	copyDir(t, a.journal, copied)
 	os.Remove(filepath.Join(copied, "LOCK")) // as the adversary did; newer journals have none
-	pipeIncr(t, c, "k", 500)                    // the original goes on filling its open segment
+	pipeIncr(t, c, "k", 500)                 // the original goes on filling its open segment
 
 	b := secondDaemon(t, db, copied)
 	refused(t, b, "in use by another live counterd")
