@@ -3,11 +3,11 @@ package socket
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -54,8 +54,8 @@ func Reserve(path string) (*Reservation, error) {
 }
 
 // Listen removes a stale socket and binds the reserved path with
-// permission bits mode. The socket is created under a umask that already
-// denies what mode denies, so it is never briefly more open than asked.
+// permission bits mode. No client can connect before the socket has that
+// mode.
 // The Listener then holds the lock; on error the Reservation still does.
 func (r *Reservation) Listen(mode os.FileMode) (*Listener, error) {
 	if r.f == nil {
@@ -104,6 +104,12 @@ func Listen(path string, mode os.FileMode) (*Listener, error) {
 }
 
 // bind replaces a stale socket and listens. The caller holds the lock.
+//
+// The socket is bound, then chmod'ed, and only then listens: until
+// listen(2) every connect(2) is refused, so the socket is never usable
+// with a mode more open than asked. This needs no umask change, which
+// would be process-wide and make a directory another goroutine creates
+// meanwhile unusable (mode 0600).
 func bind(path string, mode os.FileMode) (*net.UnixListener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
@@ -113,16 +119,39 @@ func bind(path string, mode os.FileMode) (*net.UnixListener, error) {
 			return nil, fmt.Errorf("remove stale socket: %w", err)
 		}
 	}
-	old := syscall.Umask(int(^mode & 0o777))
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	syscall.Umask(old)
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", path, os.NewSyscallError("socket", err))
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close() // FileListener works on a duplicate
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+		return nil, fmt.Errorf("listen %s: %w", path, os.NewSyscallError("bind", err))
+	}
+	ln, err := listen(f, path, mode)
+	if err != nil {
+		os.Remove(path)
 		return nil, fmt.Errorf("listen %s: %w", path, err)
 	}
+	return ln, nil
+}
+
+// listen sets the bound socket's mode, then listens on it.
+func listen(f *os.File, path string, mode os.FileMode) (*net.UnixListener, error) {
 	if err := os.Chmod(path, mode); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("chmod socket: %w", err)
+		return nil, err
 	}
+	// The kernel caps the backlog at net.core.somaxconn, as Go's own
+	// listeners ask.
+	if err := unix.Listen(int(f.Fd()), math.MaxInt32); err != nil {
+		return nil, os.NewSyscallError("listen", err)
+	}
+	l, err := net.FileListener(f)
+	if err != nil {
+		return nil, err
+	}
+	ln := l.(*net.UnixListener)
+	ln.SetUnlinkOnClose(true) // as net.ListenUnix's listeners do
 	return ln, nil
 }
 
