@@ -131,16 +131,18 @@ func openChecked(what, path string, uid int, created bool) (*os.File, error) {
 }
 
 func check(what, path string, d *os.File, uid int, created bool) error {
-	if created {
-		if err := unix.Fchmod(int(d.Fd()), 0o700); err != nil {
-			return fmt.Errorf("create %s %s: %w", what, path, err)
-		}
-	}
 	var st unix.Stat_t
 	if err := unix.Fstat(int(d.Fd()), &st); err != nil {
 		return fmt.Errorf("%s %s: %w", what, path, err)
 	}
 	mode := st.Mode & 0o7777
+	if created && int(st.Uid) == uid {
+		// Mkdir's mode passed through the umask.
+		if err := unix.Fchmod(int(d.Fd()), 0o700); err != nil {
+			return fmt.Errorf("create %s %s: %w", what, path, err)
+		}
+		mode = 0o700
+	}
 	switch {
 	case int(st.Uid) != uid:
 		return &Error{

@@ -138,7 +138,7 @@ func TestOpen(t *testing.T) {
 	f("a loop", []node{link("a", "b", me), link("b", "a", me)}, "a", true, "more than 40 symbolic links")
 }
 
-// A directory Open creates is 0700 whatever the umask, and a link another
+// A directory Open creates is 0700 and found again, and a link another
 // user owns is refused without creating anything where it points.
 func TestOpenCreates(t *testing.T) {
 	t.Parallel()
