@@ -33,6 +33,8 @@ type daemon struct {
 	// wrap, when set, runs the binary through this command line (such as
 	// sh -c 'ulimit -n 64; exec "$0"'), with the binary as its last word.
 	wrap []string
+	// cred, when set, runs the daemon as that user (the test must be root).
+	cred *syscall.Credential
 
 	mu      sync.Mutex
 	stderr  strings.Builder
@@ -104,7 +106,7 @@ func (d *daemon) launch() bool {
 	d.cmd.Env = d.env
 	d.cmd.Stdout = io.Discard
 	// If the test binary dies (a timeout panic), the daemon dies with it.
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: d.cred}
 	pr, pw := io.Pipe()
 	d.cmd.Stderr = pw
 	d.exited = make(chan struct{})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,6 +21,7 @@ import (
 	"github.com/counterd/counterd/internal/logging"
 	"github.com/counterd/counterd/internal/migrate"
 	"github.com/counterd/counterd/internal/pending"
+	"github.com/counterd/counterd/internal/privdir"
 	"github.com/counterd/counterd/internal/retention"
 	"github.com/counterd/counterd/internal/server"
 	"github.com/counterd/counterd/internal/slots"
@@ -124,6 +126,14 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	if err != nil {
 		return err
 	}
+	// The socket is reserved (its directory checked, its lock taken)
+	// before the journal directory is touched, so a bad or taken socket
+	// path leaves nothing behind.
+	reserved, err := socket.Reserve(cfg.Socket)
+	if err != nil {
+		return settingError("COUNTERD_SOCKET", err)
+	}
+	defer reserved.Close() // a no-op once Listen has taken the lock over
 	set := metrics.NewSet()
 	var (
 		jr        *journal.Journal
@@ -134,7 +144,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 			Dir: cfg.JournalDir, Fsync: cfg.Fsync, MaxBytes: cfg.JournalMaxBytes, Logger: log, Metrics: set,
 		})
 		if err != nil {
-			return err
+			return settingError("COUNTERD_JOURNAL_DIR", err)
 		}
 		defer jr.Close()
 		log.Info("journal open", "dir", cfg.JournalDir, "instance", jr.InstanceID(), "fsync", cfg.Fsync.String(), "recovered_segments", len(recovered))
@@ -212,7 +222,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		Metrics:         set,
 	})
 
-	ln, err := socket.Listen(cfg.Socket, cfg.SocketMode.FileMode())
+	ln, err := reserved.Listen(cfg.SocketMode.FileMode())
 	if err != nil {
 		return fmt.Errorf("COUNTERD_SOCKET: %w", err)
 	}
@@ -276,6 +286,19 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	own.release()
 	log.Info("flushed everything; bye")
 	return serveErr
+}
+
+// settingError names the variable whose directory failed. A directory
+// that is not safe to use (another user could write it or repoint it) is
+// a setting or the machine to fix, not a failure to retry: exit code 2,
+// as for an invalid value. Other errors (another live daemon holds the
+// socket, a disk error) keep exit code 1.
+func settingError(name string, err error) error {
+	err = fmt.Errorf("%s: %w", name, err)
+	if _, ok := errors.AsType[*privdir.Error](err); ok {
+		return usageError{err}
+	}
+	return err
 }
 
 // recoveredRounds turns the journal's recovered segments into rounds, each

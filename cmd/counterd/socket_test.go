@@ -122,4 +122,103 @@ func TestSocketDirectory(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(open, "c.sock")); !os.IsNotExist(err) {
 		t.Fatalf("socket created in a 0777 directory: %v", err)
 	}
+	// The socket directory is checked before anything else is created.
+	if _, err := os.Lstat(bad.journal); !os.IsNotExist(err) {
+		t.Errorf("a refused socket directory left a journal directory behind: %v", err)
+	}
+	if ee, ok := bad.err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Errorf("exit %v; want code 2 (a setting to change)", bad.err)
+	}
+}
+
+// The hijack: for a daemon that is not root and listens on the default
+// /tmp/counterd-<uid>/counterd.sock, another user pre-creates that path
+// as a symbolic link to a directory the daemon's user owns. Followed, the
+// daemon would serve there, and the link's owner could later repoint it
+// at a fake server that collects AUTH passwords and acknowledges
+// increments it drops. counterd must refuse the link before it creates
+// anything (exit 2), naming it, its owner and what to do.
+func TestSocketDirectorySymlinkHijack(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: runs the daemon as uid 65534 and makes a link owned by uid 12345")
+	}
+	const victim, attacker = 65534, 12345
+	db := pgtest.New(t, pgtest.Options{})
+	base := shortDir(t)
+	tmp := filepath.Join(base, "tmp")   // plays /tmp: root's, 1777
+	own := filepath.Join(base, "own")   // a directory the daemon's user owns
+	jdir := filepath.Join(base, "data") // where the daemon's user keeps its journal
+	for _, m := range []struct {
+		path  string
+		mode  os.FileMode
+		owner int
+	}{{base, 0o755, 0}, {tmp, 0o777 | os.ModeSticky, 0}, {own, 0o700, victim}, {jdir, 0o700, victim}} {
+		if err := os.MkdirAll(m.path, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(m.path, m.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(m.path, m.owner, m.owner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(tmp, "counterd-65534")
+	if err := os.Symlink(own, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, attacker, attacker); err != nil {
+		t.Fatal(err)
+	}
+
+	journalDir := filepath.Join(jdir, "journal")
+	d := newDaemon(t, db, "COUNTERD_SOCKET=", "XDG_RUNTIME_DIR=", "TMPDIR="+tmp, "COUNTERD_JOURNAL_DIR="+journalDir)
+	d.socket = filepath.Join(link, "counterd.sock")
+	d.cred = &syscall.Credential{Uid: victim, Gid: victim}
+	if d.launch() {
+		d.kill()
+		t.Fatalf("counterd served through a link another user owns\n%s", d.log())
+	}
+	log := d.log()
+	for _, want := range []string{"COUNTERD_SOCKET", link, "symbolic link owned by uid 12345", "remove"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the error does not say %q:\n%s", want, log)
+		}
+	}
+	if ee, ok := d.err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Errorf("exit %v; want code 2 (a setting or the environment to change)\n%s", d.err, log)
+	}
+	for _, p := range []string{filepath.Join(own, "counterd.sock"), filepath.Join(own, "counterd.sock.lock"), journalDir} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s exists after a refused start (%v)", p, err)
+		}
+	}
+}
+
+// A journal directory others can write is refused at start (exit 2):
+// whoever can write it can plant segments that replay as increments.
+func TestJournalDirectoryPermissions(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := newDaemon(t, db)
+	if err := os.Mkdir(d.journal, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(d.journal, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if d.launch() {
+		d.kill()
+		t.Fatalf("counterd accepted a 0777 journal directory\n%s", d.log())
+	}
+	log := d.log()
+	for _, want := range []string{"COUNTERD_JOURNAL_DIR", d.journal, "writable by group or others (mode 0777)", "chmod 700"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the error does not say %q:\n%s", want, log)
+		}
+	}
+	if ee, ok := d.err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Errorf("exit %v; want code 2\n%s", d.err, log)
+	}
 }

@@ -19,7 +19,7 @@ const MetricsOff = "off"
 type Counterd struct {
 	DatabaseURL string `env:"DATABASE_URL,required,notEmpty" help:"PostgreSQL connection URL (never logged)"`
 	// No static default: see SocketRule, resolved by Load.
-	Socket string `env:"COUNTERD_SOCKET" defaultDoc:"(by rule)" help:"Unix socket to listen on, in a directory only counterd's user can write; default $XDG_RUNTIME_DIR/counterd/counterd.sock if XDG_RUNTIME_DIR is set, else /run/counterd/counterd.sock as root, else ${TMPDIR:-/tmp}/counterd-<uid>/counterd.sock"`
+	Socket string `env:"COUNTERD_SOCKET" defaultDoc:"(by rule)" help:"Unix socket to listen on, in a directory counterd's user owns and only it can write (not a symbolic link another user owns); default $XDG_RUNTIME_DIR/counterd/counterd.sock if XDG_RUNTIME_DIR is set, else /run/counterd/counterd.sock as root, else ${TMPDIR:-/tmp}/counterd-<uid>/counterd.sock"`
 	// 0600 because anyone who can write the socket can change counts.
 	SocketMode Mode `env:"COUNTERD_SOCKET_MODE" envDefault:"0600" help:"permission bits of the socket, octal"`
 	// "off" rather than empty, because env takes the default for an
@@ -30,7 +30,7 @@ type Counterd struct {
 	// Relative by default so a laptop run needs no setup; production
 	// should name a persistent absolute path (not /tmp).
 	Journal         bool              `env:"COUNTERD_JOURNAL" envDefault:"true" help:"journal increments before acknowledging them; false is unsafe (a crash loses unflushed increments), for comparison only"`
-	JournalDir      string            `env:"COUNTERD_JOURNAL_DIR" envDefault:"counterd-journal" help:"write-ahead journal directory (use a persistent absolute path)"`
+	JournalDir      string            `env:"COUNTERD_JOURNAL_DIR" envDefault:"counterd-journal" help:"write-ahead journal directory (use a persistent absolute path), owned by counterd's user and writable by it alone; created 0700 when missing"`
 	Fsync           journal.FsyncMode `env:"COUNTERD_FSYNC" envDefault:"everysec" help:"when the journal is fsynced: always, everysec or no (as Redis appendfsync)"`
 	JournalMaxBytes int64             `env:"COUNTERD_JOURNAL_MAX_BYTES" envDefault:"1073741824" help:"refuse increments (-BUSY) past this many bytes of unflushed journal"`
 	Ack             string            `env:"COUNTERD_ACK" envDefault:"journal" help:"reply to increments once journaled (journal) or once committed in PostgreSQL (commit)"`

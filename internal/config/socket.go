@@ -12,7 +12,9 @@ const SocketRule = "$XDG_RUNTIME_DIR/counterd/counterd.sock if XDG_RUNTIME_DIR i
 // DefaultSocket resolves SocketRule for the environment env and user id
 // uid. The rule picks a directory counterd can own (created 0700 when
 // missing) rather than world-writable /tmp, where another user could bind
-// the path first and receive the application's increments.
+// the path first and receive the application's increments. Another user
+// can still create /tmp/counterd-<uid> first, as a directory or a link;
+// socket.Reserve refuses both rather than following them.
 func DefaultSocket(env map[string]string, uid int) string {
 	if d := env["XDG_RUNTIME_DIR"]; filepath.IsAbs(d) {
 		return filepath.Join(d, "counterd", "counterd.sock")

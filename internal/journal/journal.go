@@ -114,6 +114,11 @@ const syncInterval = time.Second
 // guessing would lose data. Another open Journal on the directory makes
 // the error wrap ErrInUse.
 //
+// Dir is created 0700 when missing. An existing Dir must be owned by the
+// process's user and not writable by group or others, and a symbolic link
+// on the way must be that user's or root's: otherwise the error wraps a
+// *privdir.Error, since whoever can write the directory can plant segments.
+//
 // Open succeeds on a full disk: if the new segment (or the instance-id
 // file) cannot be created, Append creates it, and fails until it can;
 // meanwhile Remove frees the disk.
@@ -135,7 +140,7 @@ func Open(opts Options) (*Journal, []Segment, error) {
 	if set == nil {
 		set = metrics.NewSet()
 	}
-	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+	if err := prepareDir(opts.Dir); err != nil {
 		return nil, nil, fmt.Errorf("open journal: %w", err)
 	}
 	lock, err := lockDir(opts.Dir)

@@ -20,6 +20,12 @@ func Main(m *testing.M, name, pkg string, binary *string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Others may run it: a test can start it as another user.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
 	*binary = filepath.Join(dir, name)
 	if out, err := exec.Command("go", "build", "-o", *binary, pkg).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build %s: %v\n%s", name, err, out)

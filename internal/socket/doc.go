@@ -21,7 +21,22 @@
 //
 // The directory check closes the other hijack: in a world-writable
 // directory such as /tmp, another user can bind the path first (and
-// receive the application's increments) or replace it. Listen creates a
-// missing directory 0700 and refuses one that group or others can write,
-// or that another user owns.
+// receive the application's increments) or replace it, and a directory
+// path another user controls, such as a /tmp/counterd-<uid> they made as
+// a symbolic link to a directory the daemon's user owns, can be repointed
+// later at a fake server that collects AUTH passwords and acknowledges
+// increments that never count. Reserve opens the directory with
+// privdir.Open (creating it 0700 when missing): the path is lstat'ed and
+// a symbolic link is followed only if counterd's user or root owns it;
+// the directory is opened with O_NOFOLLOW and must be owned by counterd's
+// user, and not writable by group or others, checked with fstat on that
+// descriptor. The lock file is opened relative to that descriptor. A
+// refused directory is a setting to change, so counterd exits 2 naming
+// it, its owner and mode, and what to do; nothing else is created first.
+// tmux treats /tmp/tmux-<uid> the same way; the directories above the
+// socket's are trusted as configured.
+//
+// Reserve (the check and the lock) and Reservation.Listen (the bind) are
+// separate so that counterd can reserve the socket before it creates its
+// journal directory, yet bind only once it is ready to serve.
 package socket

@@ -3,16 +3,82 @@ package socket
 import (
 	"errors"
 	"fmt"
-	"io/fs"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/counterd/counterd/internal/privdir"
 )
 
 // ErrInUse means another live process holds the socket's lock.
 var ErrInUse = errors.New("another counterd is serving this socket")
+
+// Reservation is a socket path reserved for this process: its directory
+// checked and its lock held, but nothing bound yet. counterd takes it before it
+// creates anything else, so a bad socket setting leaves nothing behind.
+type Reservation struct {
+	path string
+	f    *os.File // nil once Listen has handed it to the Listener
+}
+
+// Reserve checks the socket's directory (creating it 0700 when missing;
+// see the package doc) and takes the exclusive lock "<path>.lock" (mode
+// 0600) in it. A directory that is not safe is a *privdir.Error; another
+// live holder of the lock makes the error wrap ErrInUse.
+func Reserve(path string) (*Reservation, error) {
+	d, err := privdir.Open("socket directory", filepath.Dir(path), os.Geteuid(), true)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	// Opened relative to the directory just checked, so the lock is in
+	// that directory whatever happens to the path meanwhile.
+	name := filepath.Base(path) + ".lock"
+	fd, err := unix.Openat(int(d.Fd()), name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock %s: %w", path+".lock", err)
+	}
+	lock := os.NewFile(uintptr(fd), path+".lock")
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		lock.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("listen %s: %w (it holds %s)", path, ErrInUse, path+".lock")
+		}
+		return nil, fmt.Errorf("lock %s: %w", path+".lock", err)
+	}
+	return &Reservation{path: path, f: lock}, nil
+}
+
+// Listen removes a stale socket and binds the reserved path with
+// permission bits mode. No client can connect before the socket has that
+// mode.
+// The Listener then holds the lock; on error the Reservation still does.
+func (r *Reservation) Listen(mode os.FileMode) (*Listener, error) {
+	if r.f == nil {
+		return nil, errors.New("BUG: socket.Reservation used after Listen or Close")
+	}
+	ln, err := bind(r.path, mode)
+	if err != nil {
+		return nil, err
+	}
+	l := &Listener{UnixListener: ln, lock: r.f}
+	r.f = nil
+	return l, nil
+}
+
+// Close releases the lock unless Listen handed it on. It is idempotent.
+func (r *Reservation) Close() error {
+	if r.f == nil {
+		return nil
+	}
+	err := r.f.Close()
+	r.f = nil
+	return err
+}
 
 // Listener is a Unix socket listener that holds the socket's lock. Close
 // stops accepting, removes the socket and releases the lock.
@@ -23,36 +89,27 @@ type Listener struct {
 	err  error
 }
 
-// Listen creates a Unix socket at path with permission bits mode. It
-// creates the socket's directory (mode 0700) when missing, refuses a
-// directory that group or others can write or that another user owns,
-// takes the lock "<path>.lock" (mode 0600), removes a stale socket and
-// binds. The socket is created under a umask that already denies what
-// mode denies, so it is never briefly more open than asked.
+// Listen is Reserve followed by Reservation.Listen.
 func Listen(path string, mode os.FileMode) (*Listener, error) {
-	if err := checkDir(filepath.Dir(path)); err != nil {
+	r, err := Reserve(path)
+	if err != nil {
 		return nil, err
 	}
-	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	ln, err := r.Listen(mode)
 	if err != nil {
-		return nil, fmt.Errorf("open lock: %w", err)
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("listen %s: %w (it holds %s)", path, ErrInUse, path+".lock")
-		}
-		return nil, fmt.Errorf("lock %s: %w", path+".lock", err)
-	}
-	ln, err := bind(path, mode)
-	if err != nil {
-		lock.Close()
+		r.Close()
 		return nil, err
 	}
-	return &Listener{UnixListener: ln, lock: lock}, nil
+	return ln, nil
 }
 
 // bind replaces a stale socket and listens. The caller holds the lock.
+//
+// The socket is bound, then chmod'ed, and only then listens: until
+// listen(2) every connect(2) is refused, so the socket is never usable
+// with a mode more open than asked. This needs no umask change, which
+// would be process-wide and make a directory another goroutine creates
+// meanwhile unusable (mode 0600).
 func bind(path string, mode os.FileMode) (*net.UnixListener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
@@ -62,55 +119,40 @@ func bind(path string, mode os.FileMode) (*net.UnixListener, error) {
 			return nil, fmt.Errorf("remove stale socket: %w", err)
 		}
 	}
-	old := syscall.Umask(int(^mode & 0o777))
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	syscall.Umask(old)
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", path, err)
+		return nil, fmt.Errorf("listen %s: %w", path, os.NewSyscallError("socket", err))
 	}
-	if err := os.Chmod(path, mode); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("chmod socket: %w", err)
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close() // FileListener works on a duplicate
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+		return nil, fmt.Errorf("listen %s: %w", path, os.NewSyscallError("bind", err))
+	}
+	ln, err := listen(f, path, mode)
+	if err != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("listen %s: %w", path, err)
 	}
 	return ln, nil
 }
 
-// checkDir creates dir 0700 when missing and refuses it when anyone but
-// this process's user can write it.
-func checkDir(dir string) error {
-	switch err := os.Mkdir(dir, 0o700); {
-	case err == nil:
-		// Mkdir's mode passes through the process umask, which Listen
-		// narrows for a moment while it binds; say 0700 outright.
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("create socket directory: %w", err)
-		}
-	case !errors.Is(err, fs.ErrExist):
-		return fmt.Errorf("create socket directory: %w", err)
+// listen sets the bound socket's mode, then listens on it.
+func listen(f *os.File, path string, mode os.FileMode) (*net.UnixListener, error) {
+	if err := os.Chmod(path, mode); err != nil {
+		return nil, err
 	}
-	fi, err := os.Stat(dir)
+	// The kernel caps the backlog at net.core.somaxconn, as Go's own
+	// listeners ask.
+	if err := unix.Listen(int(f.Fd()), math.MaxInt32); err != nil {
+		return nil, os.NewSyscallError("listen", err)
+	}
+	l, err := net.FileListener(f)
 	if err != nil {
-		return fmt.Errorf("socket directory: %w", err)
+		return nil, err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.IsDir():
-		return fmt.Errorf("socket directory %s is not a directory", dir)
-	case fi.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("socket directory %s is writable by group or others (mode %04o), so another user could take the socket; use a directory only counterd's user can write", dir, fi.Mode().Perm()|sticky(fi))
-	case !ok:
-		return fmt.Errorf("socket directory %s: no owner information", dir)
-	case int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("socket directory %s is owned by uid %d, not by counterd's uid %d", dir, st.Uid, os.Geteuid())
-	}
-	return nil
-}
-
-func sticky(fi os.FileInfo) os.FileMode {
-	if fi.Mode()&os.ModeSticky != 0 {
-		return 0o1000
-	}
-	return 0
+	ln := l.(*net.UnixListener)
+	ln.SetUnlinkOnClose(true) // as net.ListenUnix's listeners do
+	return ln, nil
 }
 
 // Close stops accepting, removes the socket and then releases the lock,

@@ -118,3 +118,62 @@ func TestListenLock(t *testing.T) {
 		t.Fatalf("Listen over a regular file: got %v; want 'not a socket'", err)
 	}
 }
+
+// A socket directory that is a symbolic link another user owns is
+// refused without following it, even when it points at a directory
+// counterd's user owns (the hijack: the link's owner can later repoint it
+// at a directory holding a fake server). A link counterd's user or root
+// owns is followed, but every link of the chain is checked.
+func TestListenSymlinkedDirectory(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a symbolic link owned by another user (uid 65534)")
+	}
+	f := func(name string, owners []int, wantErr string) {
+		t.Helper()
+		base := dir(t)
+		real := filepath.Join(base, "real") // the victim's own directory
+		if err := os.Mkdir(real, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		// Link i, owned by owners[i], points at link i+1; the last at real.
+		target := real
+		for i := len(owners) - 1; i >= 0; i-- {
+			l := filepath.Join(base, "l"+string(rune('a'+i)))
+			if err := os.Symlink(target, l); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Lchown(l, owners[i], owners[i]); err != nil {
+				t.Fatal(err)
+			}
+			target = l
+		}
+		path := filepath.Join(target, "c.sock")
+		ln, err := Listen(path, 0o600)
+		if wantErr == "" {
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				return
+			}
+			ln.Close()
+			return
+		}
+		if err == nil {
+			ln.Close()
+			t.Errorf("%s: Listen through the link succeeded; want an error containing %q", name, wantErr)
+			return
+		}
+		if !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("%s: got %v; want an error containing %q", name, err, wantErr)
+		}
+		for _, p := range []string{"c.sock", "c.sock.lock"} {
+			if _, err := os.Lstat(filepath.Join(real, p)); !os.IsNotExist(err) {
+				t.Errorf("%s: %s created through a refused link (%v)", name, p, err)
+			}
+		}
+	}
+	f("link owned by another user", []int{65534}, "is a symbolic link owned by uid 65534")
+	f("own link to another user's link", []int{0, 65534}, "is a symbolic link owned by uid 65534")
+	f("own link", []int{0}, "")
+	f("own link to own link", []int{0, 0}, "")
+}
