@@ -219,3 +219,35 @@ func TestJournalRefusesAnotherDatabase(t *testing.T) {
 		t.Errorf("k = %d in the journal's own database; want 100", got)
 	}
 }
+
+// A daemon whose instance another run took over commits nothing more: its
+// next round is refused in PostgreSQL, it exits, and its rounds stay in
+// its journal for whoever the operator decides should deliver them.
+func TestTakenOverDaemonStops(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	a := startDaemon(t, db, fenceEnv...)
+	pipeIncr(t, client(t, a.socket), "k", 100)
+	// Another run claims the instance, as a copy does once a stale
+	// original's lease runs out.
+	if _, err := db.Pool.Exec(context.Background(), `UPDATE counterd_owners SET generation = 'another'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := client(t, a.socket).Do(context.Background(), "FLUSH").Err(); err == nil {
+		t.Fatal("FLUSH succeeded after the instance was taken over")
+	}
+	<-a.exited
+	if a.err == nil || !strings.Contains(a.log(), "taken over") {
+		t.Fatalf("exit %v; want an error saying the instance was taken over\n%s", a.err, a.log())
+	}
+	if got := total(t, db, "k"); got != 0 {
+		t.Fatalf("k = %d after the fence; want 0", got)
+	}
+	// The same directory on the same boot claims it back at once and
+	// delivers what it acknowledged, once.
+	a.restart()
+	flush(t, a.socket)
+	if got := total(t, db, "k"); got != 100 {
+		t.Fatalf("k = %d after the restart; want 100", got)
+	}
+}

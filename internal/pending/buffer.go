@@ -102,7 +102,7 @@ func New(store Store, opts Options) *Buffer {
 	if opts.Identity == (slots.Identity{}) {
 		opts.Identity = slots.Identity{Instance: randomHex(), Generation: randomHex()}
 	}
-	f := &Flusher{store: store, opts: opts, doneCh: make(chan struct{}), kick: make(chan struct{}, 1),
+	f := &Flusher{store: store, opts: opts, doneCh: make(chan struct{}), kick: make(chan struct{}, 1), stopped: make(chan struct{}),
 		pace: newPacer(opts.Interval, opts.IntervalMax), now: time.Now}
 	a := &Accumulator{
 		jr:         opts.Journal,

@@ -42,6 +42,8 @@ type Flusher struct {
 	failing  error         // the last write's error, nil once one succeeds
 	failedAt time.Time     // when the current run of failures began
 	kick     chan struct{}
+	stopped  chan struct{} // closed when Run stops for a permanent error
+	stopErr  error         // that error; set before stopped is closed
 
 	overflowed atomic.Int64 // keys with a stored total beyond int64
 
@@ -96,6 +98,9 @@ func (f *Flusher) Run(ctx, drain context.Context) error {
 		select {
 		case <-ctx.Done():
 			if err := f.flushAll(drain, false, false); err != nil {
+				if f.permanent(err) {
+					return f.stop(err)
+				}
 				return fmt.Errorf("final flush: %d rounds and %d keys not committed: %w", f.QueuedRounds(), f.acc.PendingKeys(), err)
 			}
 			return nil
@@ -112,7 +117,7 @@ func (f *Flusher) Run(ctx, drain context.Context) error {
 		// flushAll retries until it succeeds, ctx ends or the error is
 		// permanent.
 		if err := f.flushAll(ctx, true, timed); f.permanent(err) {
-			return fmt.Errorf("stopped writing: %d rounds and %d keys not committed: %w", f.QueuedRounds(), f.acc.PendingKeys(), err)
+			return f.stop(err)
 		}
 		t.Reset(f.pace.next(f.lastCut, f.now()))
 	}
@@ -174,6 +179,14 @@ func (f *Flusher) flushAll(ctx context.Context, paced, timed bool) error {
 		}
 		attempt++
 	}
+}
+
+// stop ends the flusher for a permanent error: waiters get it at once.
+func (f *Flusher) stop(err error) error {
+	err = fmt.Errorf("stopped writing: %d rounds and %d keys not committed: %w", f.QueuedRounds(), f.acc.PendingKeys(), err)
+	f.stopErr = err
+	close(f.stopped)
+	return err
 }
 
 // permanent reports whether err is one no retry can mend.
@@ -303,6 +316,8 @@ func (f *Flusher) WaitCommitted(ctx context.Context, seq uint64) error {
 		}
 		select {
 		case <-ch:
+		case <-f.stopped:
+			return f.stopErr
 		case <-ctx.Done():
 			return fmt.Errorf("wait for commit: %w", ctx.Err())
 		}
