@@ -120,7 +120,7 @@ func (c *session) transaction(ctx context.Context, args [][]byte) bool {
 		}
 		c.out = c.s.execTx(ctx, c.out, t)
 	default:
-		if msg := c.tx.queue(args); msg != "" {
+		if msg := c.tx.queue(args, c.s.now()); msg != "" {
 			c.tx.dirty = true
 			c.refuse(msg)
 			return true
@@ -141,7 +141,7 @@ func (c *session) refuse(msg string) {
 // mistake discards the whole transaction (EXECABORT) rather than failing
 // one command of it: Redis itself would queue INCRBY k x and fail only
 // that command at EXEC, applying the others.
-func (t *tx) queue(args [][]byte) string {
+func (t *tx) queue(args [][]byte, now time.Time) string {
 	name := args[0]
 	var cmd txCmd
 	var keys [][]byte // checked as counter keys, and copied
@@ -216,7 +216,7 @@ func (t *tx) queue(args [][]byte) string {
 		if len(args) < 3 {
 			return wrongArityMsg(name)
 		}
-		items, msg := parseSet(args, time.Now())
+		items, msg := parseSet(args, now)
 		if msg != "" {
 			return msg
 		}
