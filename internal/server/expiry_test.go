@@ -86,4 +86,3 @@ func TestTTLAfterExpire(t *testing.T) {
 	f(":9300", "PTTL", "k")
 	f(":9", "TTL", "k")
 }
-
