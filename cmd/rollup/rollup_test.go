@@ -220,6 +220,21 @@ func TestOnceLockedTableFailsFast(t *testing.T) {
 	}
 }
 
+// A DATABASE_URL that does not parse is a bad setting: exit 2, as any
+// other, without the password. Before, it exited 1.
+func TestBadDatabaseURLExitsTwo(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"once"}, nil} {
+		cmd := exec.Command(binary, args...)
+		cmd.Env = []string{"DATABASE_URL=postgres://secret:hunter2@nowhere:port/x"}
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "DATABASE_URL") ||
+			strings.Contains(string(out), "hunter2") {
+			t.Errorf("rollup %v with a bad DATABASE_URL: %v, %q; want exit 2 naming DATABASE_URL, no password", args, err, out)
+		}
+	}
+}
+
 func TestBadScheduleExitsTwo(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command(binary)

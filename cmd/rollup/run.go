@@ -60,7 +60,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		LockTimeout:      cfg.LockTimeout,
 	})
 	if err != nil {
-		return err
+		return usageError{err} // Open does not connect: a failure is a bad setting
 	}
 	defer pool.Close()
 	if err := database.Wait(ctx, pool, 10*time.Second); err != nil {
