@@ -9,8 +9,13 @@ BIN   := bin
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
 
-build: ## build bin/counterd and bin/rollup
-	$(GO) build -o $(BIN)/ ./cmd/counterd ./cmd/rollup
+# What --version prints: git describe of the checkout (a tag, or the
+# commit, with -dirty for uncommitted changes); without git, Go's own record.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
+LDFLAGS := $(if $(VERSION),-X github.com/counterd/counterd/internal/version.version=$(VERSION))
+
+build: ## build bin/counterd and bin/rollup (--version: git describe --always --dirty)
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/counterd ./cmd/rollup
 
 run: build ## start a throwaway PostgreSQL (unless DATABASE_URL is set), counterd and the rollup scheduler
 	@scripts/run.sh

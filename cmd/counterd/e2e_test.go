@@ -234,11 +234,15 @@ func TestSIGTERMDrains(t *testing.T) {
 	}
 }
 
+// A bad setting, DATABASE_URL included, exits 2 with one line naming the
+// variable (and for a value that does not parse, the value and what the
+// variable takes, no Go type). Before, a DATABASE_URL that does not parse
+// exited 1 and COUNTERD_FSYNC=sometimes said "invalid journal.FsyncMode".
 func TestBadConfigExitsTwo(t *testing.T) {
 	t.Parallel()
-	f := func(env []string, want string) {
+	f := func(env []string, want string, args ...string) {
 		t.Helper()
-		cmd := exec.Command(binary)
+		cmd := exec.Command(binary, args...)
 		cmd.Env = env
 		out, err := cmd.CombinedOutput()
 		ee, ok := err.(*exec.ExitError)
@@ -256,6 +260,26 @@ func TestBadConfigExitsTwo(t *testing.T) {
 	f(nil, "DATABASE_URL")
 	f([]string{"DATABASE_URL=postgres://secret:hunter2@nowhere/x", "COUNTERD_SLOTS=lots"}, "COUNTERD_SLOTS")
 	f([]string{"DATABASE_URL=postgres://x/y", "COUNTERD_SOCKET_MODE=rwx"}, "COUNTERD_SOCKET_MODE")
+	f([]string{"DATABASE_URL=postgres://secret:hunter2@nowhere:port/x"}, "DATABASE_URL is not a valid PostgreSQL URL")
+	f([]string{"DATABASE_URL=postgres://secret:hunter2@nowhere:port/x"}, "DATABASE_URL is not a valid PostgreSQL URL", "migrate")
+	f([]string{"DATABASE_URL=postgres://x/y", "COUNTERD_FSYNC=sometimes"}, `COUNTERD_FSYNC: invalid value "sometimes"; want always, everysec or no`)
+}
+
+// A removed variable still set is warned about once at start; the daemon
+// runs. Before, COUNTERD_HOT_STRATEGY was ignored without a word.
+func TestRemovedSettingWarned(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db, "COUNTERD_HOT_STRATEGY=exact")
+	var warned []string
+	for _, line := range strings.Split(d.log(), "\n") {
+		if strings.Contains(line, "COUNTERD_HOT_STRATEGY") {
+			warned = append(warned, line)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "level=WARN") || !strings.Contains(warned[0], "COUNTERD_SAMPLE_KEYS") {
+		t.Fatalf("log lines naming COUNTERD_HOT_STRATEGY: %q; want one warning saying to use COUNTERD_SAMPLE_KEYS", warned)
+	}
 }
 
 func TestHelpListsSettings(t *testing.T) {

@@ -72,3 +72,38 @@ func TestREADMEListsEveryMetric(t *testing.T) {
 		}
 	}
 }
+
+// Every prose paragraph of the README ends a sentence, so a paragraph cut
+// off mid-sentence (a bad merge) is caught. Lists, tables, headings and
+// code are not prose.
+func TestREADMEParagraphsEndSentences(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notProse := regexp.MustCompile(`^(\||#|- |\* |\d+\. | {4}|<|!\[)`)
+	ends := regexp.MustCompile("([.:!?)]|[.:]`|\\.\\*\\*)$")
+	var para []string
+	check := func(line int) {
+		if len(para) > 0 && !notProse.MatchString(para[0]) && !ends.MatchString(para[len(para)-1]) {
+			t.Errorf("README.md:%d: paragraph ends mid-sentence: %q", line, para[len(para)-1])
+		}
+		para = para[:0]
+	}
+	code := false
+	lines := strings.Split(string(b), "\n")
+	for i, line := range lines {
+		switch {
+		case strings.HasPrefix(strings.TrimSpace(line), "```"):
+			check(i)
+			code = !code
+		case code:
+		case strings.TrimSpace(line) == "":
+			check(i)
+		default:
+			para = append(para, strings.TrimRight(line, " "))
+		}
+	}
+	check(len(lines))
+}

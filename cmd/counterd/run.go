@@ -64,6 +64,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return usageError{err}
 	}
 	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+	config.WarnRemoved(log, environ)
 
 	pool, err := database.Open(cfg.DatabaseURL, database.Options{
 		MaxConns:         cfg.DBMaxConns,
@@ -71,7 +72,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		LockTimeout:      cfg.LockTimeout,
 	})
 	if err != nil {
-		return err
+		return usageError{err} // Open does not connect: a failure is a bad setting
 	}
 	defer pool.Close()
 	if cmd == "migrate" {

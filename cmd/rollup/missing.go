@@ -9,6 +9,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/counterd/counterd/internal/exposition"
 	"github.com/counterd/counterd/internal/targets"
 )
 
@@ -35,7 +36,8 @@ func newMissing(set *metrics.Set, ts *targets.Set) *missingRows {
 	m := &missingRows{metric: map[*targets.Target]*metrics.Counter{}, order: ts.Targets()}
 	for _, t := range ts.Targets() {
 		// Registered up front, so every target shows 0 before its first miss.
-		m.metric[t] = set.NewCounter(fmt.Sprintf(`counterd_rollup_target_missing_keys_total{target=%s}`, strconv.Quote(t.String())))
+		m.metric[t] = exposition.Counter(set, fmt.Sprintf(`counterd_rollup_target_missing_keys_total{target=%s}`, strconv.Quote(t.String())),
+			"Keys folded into counters but not into the target's column: no row, or an id that does not parse.")
 	}
 	return m
 }

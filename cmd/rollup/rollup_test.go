@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/counterd/counterd/internal/change"
@@ -114,6 +115,8 @@ func TestOnceRacingWriters(t *testing.T) {
 }
 
 // The scheduler runs passes on its schedule and stops cleanly on SIGTERM.
+// Its output is log records only: the "folded ..." report is rollup
+// once's (before, every pass printed it on stdout beside the JSON log).
 func TestScheduleRunsAndStops(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
@@ -125,7 +128,9 @@ func TestScheduleRunsAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(binary)
-	cmd.Env = []string{"DATABASE_URL=" + db.URL, "ROLLUP_SCHEDULE=@every 1s", "ROLLUP_LOG_LEVEL=debug"}
+	cmd.Env = []string{"DATABASE_URL=" + db.URL, "ROLLUP_SCHEDULE=@every 1s", "ROLLUP_LOG_LEVEL=debug", "ROLLUP_LOG_FORMAT=json"}
+	var stdout strings.Builder // written by exec's copier until Wait returns
+	cmd.Stdout = &stdout
 	// If the test binary dies, the scheduler dies with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// An io.Pipe, not StderrPipe: the scanner may still read while Wait
@@ -159,10 +164,10 @@ func TestScheduleRunsAndStops(t *testing.T) {
 			line := sc.Text()
 			log.WriteString(line + "\n")
 			switch {
-			case !strings.Contains(line, `msg="rollup pass"`):
-			case strings.Contains(line, "slot_rows=1"):
+			case !strings.Contains(line, `"msg":"rollup pass"`):
+			case strings.Contains(line, `"slot_rows":1,`):
 				folded = true
-			case folded && strings.Contains(line, "slot_rows=0") && !idle:
+			case folded && strings.Contains(line, `"slot_rows":0,`) && !idle:
 				idle = true
 				close(passed)
 			}
@@ -179,13 +184,19 @@ func TestScheduleRunsAndStops(t *testing.T) {
 	if waitErr != nil {
 		t.Fatalf("exit after SIGTERM: %v; want 0", waitErr)
 	}
-	for _, line := range strings.Split(log.String(), "\n") {
-		if strings.Contains(line, "level=ERROR") {
+	for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("a log line that is not JSON: %s", line)
+		}
+		if strings.Contains(line, `"level":"ERROR"`) {
 			t.Errorf("an error logged around a clean SIGTERM: %s", line)
 		}
-		if strings.Contains(line, `level=INFO msg="rollup pass"`) && strings.Contains(line, "slot_rows=0") {
+		if strings.Contains(line, `"level":"INFO","msg":"rollup pass"`) && strings.Contains(line, `"slot_rows":0,`) {
 			t.Errorf("a pass with nothing to do logged at info: %s", line)
 		}
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("the scheduler wrote to stdout: %q; want log records only", stdout.String())
 	}
 	if got := sum(t, db, "counters", "total"); got != 5 {
 		t.Fatalf("counters: got %d; want 5", got)
@@ -217,6 +228,21 @@ func TestOnceLockedTableFailsFast(t *testing.T) {
 	}
 	if took > 20*time.Second {
 		t.Fatalf("rollup once took %v to fail; want about the 200ms lock timeout", took)
+	}
+}
+
+// A DATABASE_URL that does not parse is a bad setting: exit 2, as any
+// other, without the password. Before, it exited 1.
+func TestBadDatabaseURLExitsTwo(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"once"}, nil} {
+		cmd := exec.Command(binary, args...)
+		cmd.Env = []string{"DATABASE_URL=postgres://secret:hunter2@nowhere:port/x"}
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "DATABASE_URL") ||
+			strings.Contains(string(out), "hunter2") {
+			t.Errorf("rollup %v with a bad DATABASE_URL: %v, %q; want exit 2 naming DATABASE_URL, no password", args, err, out)
+		}
 	}
 }
 

@@ -60,7 +60,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		LockTimeout:      cfg.LockTimeout,
 	})
 	if err != nil {
-		return err
+		return usageError{err} // Open does not connect: a failure is a bad setting
 	}
 	defer pool.Close()
 	if err := database.Wait(ctx, pool, 10*time.Second); err != nil {
@@ -128,9 +128,14 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 			"limited", res.Limited || buckets.Limited || expired.Limited, "skipped", res.Skipped, "left", res.Left,
 			"bucket_slots_folded", buckets.Rows, "buckets", buckets.Buckets, "expired_buckets", buckets.Expired,
 			"expired_keys", expired.Keys, "pruned_instances", pruned, "took", took)
-		fmt.Fprintf(stdout, "folded %d slot rows into %d keys in %d chunks in %v; %s\n", res.Rows, res.Keys, res.Chunks, took, left(res))
-		if expired.Keys > 0 {
-			fmt.Fprintf(stdout, "deleted %d expired keys in %d chunks\n", expired.Keys, expired.Chunks)
+		// rollup once reports on stdout for the operator who ran it; the
+		// scheduler's passes are the structured record above only, so its
+		// output is all log records (JSON with ROLLUP_LOG_FORMAT=json).
+		if cmd == "once" {
+			fmt.Fprintf(stdout, "folded %d slot rows into %d keys in %d chunks in %v; %s\n", res.Rows, res.Keys, res.Chunks, took, left(res))
+			if expired.Keys > 0 {
+				fmt.Fprintf(stdout, "deleted %d expired keys in %d chunks\n", expired.Keys, expired.Chunks)
+			}
 		}
 		if foldErr != nil {
 			return fmt.Errorf("rollup pass: %w", foldErr)

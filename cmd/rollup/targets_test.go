@@ -20,6 +20,7 @@ import (
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
+	"github.com/counterd/counterd/internal/proctest"
 	"github.com/counterd/counterd/internal/slots"
 )
 
@@ -287,7 +288,8 @@ WHERE application_name = $1 AND (query LIKE '%picked AS MATERIALIZED%' OR query 
 
 // rollup once reports keys with no row: on stdout, in a log line naming
 // a sample of them, and (for the scheduler) in
-// counterd_rollup_target_missing_keys_total; counter_totals keeps them.
+// counterd_rollup_target_missing_keys_total, in a /metrics promtool
+// accepts; counter_totals keeps them.
 func TestTargetsMissingRowReported(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
@@ -372,6 +374,11 @@ func TestTargetsMissingRowReported(t *testing.T) {
 		t.Errorf("/metrics lacks %s:\n%s", want, body)
 	}
 	readmeListsRollupMetrics(t, body)
+	// Every family has help text, and promtool accepts it with exit 0.
+	if missing := proctest.MissingHelp(body); len(missing) > 0 {
+		t.Errorf("/metrics families without help text: %v", missing)
+	}
+	proctest.CheckMetrics(t, body)
 }
 
 // readmeListsRollupMetrics checks that the README's metrics section names

@@ -13,16 +13,14 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/counterd/counterd/internal/exposition"
 )
 
 // Handler returns the mux. ready reports whether the daemon is ready and
 // anything an operator should know either way; nil means always ready. profile adds Go's /debug/pprof
 // endpoints, for profiling a running daemon.
 func Handler(sets []*metrics.Set, ready func(context.Context) (string, error), profile bool) http.Handler {
-	// # HELP and # TYPE lines: promtool and strict scrapers want them.
-	// The switch is global to the metrics package; counterd has one
-	// exposition, so turning it on here is turning it on everywhere.
-	metrics.ExposeMetadata(true)
 	mux := http.NewServeMux()
 	if profile {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -32,10 +30,7 @@ func Handler(sets []*metrics.Set, ready func(context.Context) (string, error), p
 	}
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		for _, s := range sets {
-			s.WritePrometheus(w)
-		}
-		metrics.WriteProcessMetrics(w)
+		_ = exposition.Write(w, sets) // a failed write is the scraper gone
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")

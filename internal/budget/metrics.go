@@ -1,6 +1,10 @@
 package budget
 
-import "github.com/VictoriaMetrics/metrics"
+import (
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/counterd/counterd/internal/exposition"
+)
 
 type managerMetrics struct {
 	leases, leasedUnits, returnedUnits *metrics.Counter
@@ -9,12 +13,13 @@ type managerMetrics struct {
 
 func newManagerMetrics(set *metrics.Set) managerMetrics {
 	return managerMetrics{
-		leases:        set.NewCounter(`counterd_budget_leases_total`),
-		leasedUnits:   set.NewCounter(`counterd_budget_leased_units_total`),
-		returnedUnits: set.NewCounter(`counterd_budget_returned_units_total`),
-		grants:        set.NewCounter(`counterd_budget_grants_total`),
-		direct:        set.NewCounter(`counterd_budget_direct_takes_total`),
-		refused:       set.NewCounter(`counterd_budget_refused_takes_total`),
-		ranges:        set.NewCounter(`counterd_budget_next_ranges_total`),
+		leases:        exposition.Counter(set, `counterd_budget_leases_total`, "Budget leases taken from PostgreSQL."),
+		leasedUnits:   exposition.Counter(set, `counterd_budget_leased_units_total`, "Budget units leased from PostgreSQL."),
+		returnedUnits: exposition.Counter(set, `counterd_budget_returned_units_total`, "Unused lease units given back: idle, expired, at stop and start."),
+		grants:        exposition.Counter(set, `counterd_budget_grants_total`, "TAKEs granted from a lease in memory."),
+		direct: exposition.Counter(set, `counterd_budget_direct_takes_total`,
+			"TAKEs sent to PostgreSQL as a conditional update: near zero, before leases are recovered, or without a journal."),
+		refused: exposition.Counter(set, `counterd_budget_refused_takes_total`, "TAKEs answered 0."),
+		ranges:  exposition.Counter(set, `counterd_budget_next_ranges_total`, "NEXT ranges leased."),
 	}
 }

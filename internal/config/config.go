@@ -11,11 +11,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"reflect"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/counterd/counterd/internal/journal"
 )
 
 // Error is a missing or invalid variable.
@@ -44,7 +48,7 @@ func Load[T any](environ []string) (T, error) {
 	vars := env.ToMap(environ)
 	err := env.ParseWithOptions(&cfg, env.Options{Environment: vars})
 	if err != nil {
-		return cfg, oneLine(&cfg, err)
+		return cfg, oneLine(&cfg, vars, err)
 	}
 	if r, ok := any(&cfg).(resolver); ok {
 		r.resolve(vars)
@@ -58,8 +62,10 @@ func Load[T any](environ []string) (T, error) {
 }
 
 // oneLine turns env's aggregate error into one *Error for the first
-// problem, naming the variable rather than the Go field.
-func oneLine(cfg any, err error) error {
+// problem, naming the variable rather than the Go field, and for a value
+// that does not parse, the value and what the variable takes rather than
+// the Go type.
+func oneLine(cfg any, vars map[string]string, err error) error {
 	var agg env.AggregateError
 	if errors.As(err, &agg) && len(agg.Errors) > 0 {
 		err = agg.Errors[0]
@@ -74,24 +80,49 @@ func oneLine(cfg any, err error) error {
 	}
 	var parse env.ParseError
 	if errors.As(err, &parse) {
-		msg := parse.Err.Error()
-		// strconv and time errors quote the input already; keep the reason.
-		if i := strings.LastIndex(msg, ": "); i >= 0 {
-			msg = msg[i+2:]
+		name, def := varOf(cfg, parse.Name)
+		value, ok := vars[name]
+		if !ok {
+			value = def
 		}
-		return &Error{Var: varOf(cfg, parse.Name), Msg: fmt.Sprintf("invalid %s: %s", parse.Type, msg)}
+		takes, ok := takes[parse.Type]
+		if !ok {
+			takes = "a valid value" // a new type: TestEverySettingTypeIsDescribed fails
+		}
+		return &Error{Var: name, Msg: fmt.Sprintf("invalid value %q; want %s", value, takes)}
 	}
 	return err
 }
 
-func varOf(cfg any, field string) string {
+// takes says what a variable of each type other than string takes, for
+// errors: caarlos0/env names the Go type (journal.FsyncMode, slog.Level),
+// which an operator cannot act on.
+var takes = map[reflect.Type]string{
+	reflect.TypeFor[bool]():              "true or false",
+	reflect.TypeFor[int]():               "an integer",
+	reflect.TypeFor[int64]():             "an integer",
+	reflect.TypeFor[uint64]():            "a non-negative integer",
+	reflect.TypeFor[[]int]():             "integers separated by commas",
+	reflect.TypeFor[[]int64]():           "integers separated by commas",
+	reflect.TypeFor[[]float64]():         "numbers separated by commas",
+	reflect.TypeFor[float64]():           "a number",
+	reflect.TypeFor[time.Duration]():     "a duration such as 250ms, 30s, 5m or 1h30m",
+	reflect.TypeFor[time.Time]():         "an RFC 3339 time such as 2026-01-02T15:04:05Z",
+	reflect.TypeFor[slog.Level]():        "debug, info, warn or error",
+	reflect.TypeFor[journal.FsyncMode](): "always, everysec or no",
+	reflect.TypeFor[Mode]():              "an octal permission mode such as 0600",
+}
+
+// varOf returns the variable a field of cfg is read from, and its
+// default.
+func varOf(cfg any, field string) (name, def string) {
 	t := reflect.TypeOf(cfg).Elem()
 	if f, ok := t.FieldByName(field); ok {
 		if name, _, _ := strings.Cut(f.Tag.Get("env"), ","); name != "" {
-			return name
+			return name, f.Tag.Get("envDefault")
 		}
 	}
-	return field
+	return field, ""
 }
 
 // Usage writes a table of every variable T reads, with default and help.

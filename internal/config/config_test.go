@@ -3,6 +3,9 @@ package config_test
 import (
 	"bytes"
 	"errors"
+	"log/slog"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -194,4 +197,75 @@ func TestSocketResolved(t *testing.T) {
 	if !errors.As(err, &cerr) || cerr.Var != "COUNTERD_SOCKET" {
 		t.Fatalf("a resolved path too long: got %v; want an error naming COUNTERD_SOCKET", err)
 	}
+}
+
+// A value that does not parse is named with its variable, the value and
+// what the variable takes, never a Go type: every setting of a type other
+// than string is tried. Before, errors said "invalid journal.FsyncMode".
+func TestInvalidValueErrorsNameNoGoType(t *testing.T) {
+	t.Parallel()
+	f := func(name string, typ reflect.Type, load func([]string) error) {
+		t.Helper()
+		const bad = "§bad"
+		err := load([]string{"DATABASE_URL=postgres://x/y", name + "=" + bad})
+		var cerr *config.Error
+		if !errors.As(err, &cerr) || cerr.Var != name {
+			t.Errorf("%s=%s: got %v; want a *config.Error naming %s", name, bad, err, name)
+			return
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, `"`+bad+`"`) || !strings.Contains(msg, "; want ") || strings.Contains(msg, "a valid value") {
+			t.Errorf("%s=%s: got %q; want the value quoted and what %s takes", name, bad, msg, name)
+		}
+		goType := regexp.MustCompile(`\b(` + regexp.QuoteMeta(typ.String()) + `|` + typ.Kind().String() + `)\b|journal\.|slog\.|config\.|time\.`)
+		if m := goType.FindString(msg); m != "" {
+			t.Errorf("%s=%s: got %q; names the Go type (%s)", name, bad, msg, m)
+		}
+	}
+	each := func(typ reflect.Type, load func([]string) error) {
+		for i := range typ.NumField() {
+			field := typ.Field(i)
+			name, _, _ := strings.Cut(field.Tag.Get("env"), ",")
+			if name == "" || field.Type.Kind() == reflect.String {
+				continue
+			}
+			f(name, field.Type, load)
+		}
+	}
+	each(reflect.TypeFor[config.Counterd](), func(env []string) error { _, err := config.Load[config.Counterd](env); return err })
+	each(reflect.TypeFor[config.Rollup](), func(env []string) error { _, err := config.Load[config.Rollup](env); return err })
+
+	// The messages themselves, for the types an operator meets most.
+	g := func(kv, want string) {
+		t.Helper()
+		_, err := config.Load[config.Counterd]([]string{"DATABASE_URL=postgres://x/y", kv})
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: got %v; want %q", kv, err, want)
+		}
+	}
+	g("COUNTERD_FSYNC=sometimes", `COUNTERD_FSYNC: invalid value "sometimes"; want always, everysec or no`)
+	g("COUNTERD_LOG_LEVEL=loud", `COUNTERD_LOG_LEVEL: invalid value "loud"; want debug, info, warn or error`)
+	g("COUNTERD_SOCKET_MODE=0999", `COUNTERD_SOCKET_MODE: invalid value "0999"; want an octal permission mode such as 0600`)
+	g("COUNTERD_FLUSH_INTERVAL=soon", `COUNTERD_FLUSH_INTERVAL: invalid value "soon"; want a duration such as 250ms, 30s, 5m or 1h30m`)
+	g("COUNTERD_SLOTS=many", `COUNTERD_SLOTS: invalid value "many"; want an integer`)
+}
+
+// A removed variable still set is warned about once at start, naming it
+// and what replaces it; one not set says nothing. Before, it was ignored
+// without a word.
+func TestWarnRemoved(t *testing.T) {
+	t.Parallel()
+	f := func(environ []string, want int) {
+		t.Helper()
+		var b bytes.Buffer
+		config.WarnRemoved(slog.New(slog.NewTextHandler(&b, nil)), environ)
+		if got := strings.Count(b.String(), "level=WARN"); got != want {
+			t.Fatalf("WarnRemoved(%q): %d warnings; want %d:\n%s", environ, got, want, b.String())
+		}
+		if want > 0 && (!strings.Contains(b.String(), "COUNTERD_HOT_STRATEGY") || !strings.Contains(b.String(), "COUNTERD_SAMPLE_KEYS")) {
+			t.Fatalf("WarnRemoved: %q; want it to name COUNTERD_HOT_STRATEGY and COUNTERD_SAMPLE_KEYS", b.String())
+		}
+	}
+	f([]string{"COUNTERD_HOT_STRATEGY=exact", "COUNTERD_SLOTS=4"}, 1)
+	f([]string{"COUNTERD_SLOTS=4"}, 0)
 }

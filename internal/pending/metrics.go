@@ -1,6 +1,10 @@
 package pending
 
-import "github.com/VictoriaMetrics/metrics"
+import (
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/counterd/counterd/internal/exposition"
+)
 
 type bufferMetrics struct {
 	accepted          *metrics.Counter
@@ -16,28 +20,33 @@ type bufferMetrics struct {
 }
 
 func newBufferMetrics(set *metrics.Set, b *Buffer) *bufferMetrics {
-	set.NewGauge(`counterd_pending_keys`, func() float64 { return float64(b.PendingKeys()) })
-	set.NewGauge(`counterd_queued_rounds`, func() float64 { return float64(b.QueuedRounds()) })
-	// How long rounds accumulate now (COUNTERD_FLUSH_INTERVAL up to
-	// COUNTERD_FLUSH_INTERVAL_MAX).
-	set.NewGauge(`counterd_flush_interval_seconds`, func() float64 { return b.flusher.Interval().Seconds() })
-	// Keys whose stored total is beyond int64 (counter_overflows).
-	set.NewGauge(`counterd_overflowed_keys`, func() float64 { return float64(b.flusher.Overflowed()) })
+	exposition.Gauge(set, `counterd_pending_keys`, "Keys with increments accepted but not yet committed.",
+		func() float64 { return float64(b.PendingKeys()) })
+	exposition.Gauge(set, `counterd_queued_rounds`, "Rounds cut and waiting to be written to PostgreSQL.",
+		func() float64 { return float64(b.QueuedRounds()) })
+	exposition.Gauge(set, `counterd_flush_interval_seconds`,
+		"How long rounds accumulate now, between COUNTERD_FLUSH_INTERVAL and COUNTERD_FLUSH_INTERVAL_MAX.",
+		func() float64 { return b.flusher.Interval().Seconds() })
+	exposition.Gauge(set, `counterd_overflowed_keys`,
+		"Keys whose stored total is beyond int64 (counter_overflows), checked every 10 s.",
+		func() float64 { return float64(b.flusher.Overflowed()) })
 	return &bufferMetrics{
-		accepted:       set.NewCounter(`counterd_increments_accepted_total`),
-		rejected:       set.NewCounter(`counterd_increments_rejected_total`),
-		flushes:        set.NewCounter(`counterd_flushes_total`),
-		flushErrors:    set.NewCounter(`counterd_flush_errors_total`),
-		duplicates:     set.NewCounter(`counterd_flush_duplicates_total`),
-		replayedRounds: set.NewCounter(`counterd_replayed_rounds_total`),
+		accepted:       exposition.Counter(set, `counterd_increments_accepted_total`, "Increments accepted."),
+		rejected:       exposition.Counter(set, `counterd_increments_rejected_total`, "Increments refused with an error reply."),
+		flushes:        exposition.Counter(set, `counterd_flushes_total`, "Rounds written to PostgreSQL, duplicates included."),
+		flushErrors:    exposition.Counter(set, `counterd_flush_errors_total`, "Failed attempts to write a round; the round is retried."),
+		duplicates:     exposition.Counter(set, `counterd_flush_duplicates_total`, "Rounds the database already had, recognised by their identity and skipped."),
+		replayedRounds: exposition.Counter(set, `counterd_replayed_rounds_total`, "Rounds replayed from the journal at start."),
 		// Prometheus histograms (le buckets), which every scraper
 		// understands: 5 ms .. 10 s for rounds, 1 .. 262,144 keys per round.
-		flushDuration: set.NewPrometheusHistogram(`counterd_flush_duration_seconds`),
-		batchKeys:     set.NewPrometheusHistogramExt(`counterd_flush_batch_keys`, metrics.ExponentialBuckets(1, 4, 10)),
+		flushDuration: exposition.Histogram(set, `counterd_flush_duration_seconds`, "Time one round took to write.", nil),
+		batchKeys: exposition.Histogram(set, `counterd_flush_batch_keys`, "Keys in one round written to PostgreSQL.",
+			metrics.ExponentialBuckets(1, 4, 10)),
 		// One slot row written per key of a committed round; with
 		// counterd_increments_accepted_total it gives rows per increment.
-		keysWritten: set.NewCounter(`counterd_flush_keys_total`),
+		keysWritten: exposition.Counter(set, `counterd_flush_keys_total`, "Slot rows written by committed rounds."),
 		// A round this run created that the store already had: a bug.
-		identityConflicts: set.NewCounter(`counterd_identity_conflicts_total`),
+		identityConflicts: exposition.Counter(set, `counterd_identity_conflicts_total`,
+			"Rounds this run created that the store already had: a bug, logged as an error."),
 	}
 }

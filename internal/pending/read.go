@@ -15,6 +15,10 @@ type Estimate struct {
 	Var   float64
 	// Expires is when the key expires, in unix milliseconds; 0 for none.
 	Expires int64
+	// Overflow, when not nil, says the total is beyond int64, so Total and
+	// Var mean nothing; it wraps slots.ErrOverflow and names the key and
+	// its total. The key still exists (its total is not 0).
+	Overflow error
 }
 
 // held is one round's delta for one key, as a read found it in memory.
@@ -30,7 +34,8 @@ type held struct {
 
 // Estimates returns each key's exact total: what the store has plus what
 // this daemon holds in memory and the store does not have yet. A total
-// beyond int64 is an error wrapping slots.ErrOverflow for that key.
+// beyond int64 is that key's Estimate.Overflow, so one such key fails no
+// other; the error is for the read as a whole.
 func (b *Buffer) Estimates(ctx context.Context, keys []string) ([]Estimate, error) {
 	mem, ids := b.inMemory(keys)
 	snap, err := b.flusher.store.Read(ctx, keys, ids)
@@ -67,10 +72,11 @@ func (b *Buffer) Estimates(ctx context.Context, keys []string) ([]Estimate, erro
 			}
 			sum.Add(sum, big.NewInt(h.n))
 		}
+		if sum != nil && !sum.IsInt64() {
+			out[i] = Estimate{Expires: expires, Overflow: fmt.Errorf("total of %q is %s: %w", key, sum, slots.ErrOverflow)}
+			continue
+		}
 		if sum != nil {
-			if !sum.IsInt64() {
-				return nil, fmt.Errorf("total of %q is %s: %w", key, sum, slots.ErrOverflow)
-			}
 			total = sum.Int64()
 		}
 		out[i] = Estimate{Total: total, Var: v, Expires: expires}
@@ -78,7 +84,8 @@ func (b *Buffer) Estimates(ctx context.Context, keys []string) ([]Estimate, erro
 	return out, nil
 }
 
-// Get returns each key's exact total, as Estimates does.
+// Get returns each key's exact total, as Estimates does; a total beyond
+// int64 fails the call.
 func (b *Buffer) Get(ctx context.Context, keys []string) ([]int64, error) {
 	est, err := b.Estimates(ctx, keys)
 	if err != nil {
@@ -86,6 +93,9 @@ func (b *Buffer) Get(ctx context.Context, keys []string) ([]int64, error) {
 	}
 	totals := make([]int64, len(est))
 	for i, e := range est {
+		if e.Overflow != nil {
+			return nil, e.Overflow
+		}
 		totals[i] = e.Total
 	}
 	return totals, nil

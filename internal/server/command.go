@@ -204,16 +204,23 @@ func (s *Server) get(ctx context.Context, out []byte, keys [][]byte, array bool)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	totals, err := s.buf.Get(ctx, names)
+	est, err := s.buf.Estimates(ctx, names)
 	if err != nil {
 		s.m.commandErrors.Inc()
 		return resp.AppendError(out, fmt.Sprintf("ERR read totals: %v", err))
 	}
 	if array {
-		out = resp.AppendArrayHeader(out, len(totals))
+		out = resp.AppendArrayHeader(out, len(est))
 	}
-	for _, n := range totals {
-		out = resp.AppendBulkInt(out, n)
+	// A total beyond int64 is an error for that key only: MGET's element
+	// for it is the error reply, as a transaction's reads are.
+	for _, e := range est {
+		if e.Overflow != nil {
+			s.m.commandErrors.Inc()
+			out = resp.AppendError(out, fmt.Sprintf("ERR read totals: %v", e.Overflow))
+			continue
+		}
+		out = resp.AppendBulkInt(out, e.Total)
 	}
 	return out
 }
@@ -228,6 +235,9 @@ func (s *Server) count(ctx context.Context, out, key []byte) []byte {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	est, err := s.buf.Estimates(ctx, []string{string(key)})
+	if err == nil {
+		err = est[0].Overflow
+	}
 	if err != nil {
 		s.m.commandErrors.Inc()
 		return resp.AppendError(out, fmt.Sprintf("ERR read totals: %v", err))

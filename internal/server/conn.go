@@ -45,6 +45,8 @@ func (c *session) connCommand(args [][]byte) bool {
 		c.hello(args)
 	case "auth":
 		c.auth(args)
+	case "reset":
+		c.reset()
 	case "select":
 		c.selectDB(args[1])
 	case "echo":
@@ -88,4 +90,20 @@ func unknownSub(spec *cmdSpec, sub []byte) string {
 	}
 	return fmt.Sprintf("ERR unknown subcommand '%s'. counterd's %s has %s",
 		clip(sub), strings.ToUpper(spec.name), strings.Join(names, ", "))
+}
+
+// reset answers RESET as Redis does: the connection returns to the state
+// it connected in (no transaction, RESP2, no name and, with
+// COUNTERD_PASSWORD, not authenticated) and replies +RESET. Client pools
+// send it when a connection is given back. The library name and version
+// stay, as in Redis: they still describe the client.
+func (c *session) reset() {
+	c.tx = nil
+	st := &c.conn
+	st.mu.Lock()
+	st.resp3 = false
+	st.name = ""
+	st.mu.Unlock()
+	st.needAuth = c.s.opts.Password != ""
+	c.out = resp.AppendSimple(c.out, "RESET")
 }

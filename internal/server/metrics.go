@@ -1,6 +1,10 @@
 package server
 
-import "github.com/VictoriaMetrics/metrics"
+import (
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/counterd/counterd/internal/exposition"
+)
 
 type serverMetrics struct {
 	sampledOut      *metrics.Counter
@@ -13,17 +17,26 @@ type serverMetrics struct {
 }
 
 func newServerMetrics(set *metrics.Set, s *Server) serverMetrics {
-	set.NewGauge(`counterd_connections`, func() float64 { return float64(s.Conns()) })
+	exposition.Gauge(set, `counterd_connections`, "Client connections open now.",
+		func() float64 { return float64(s.Conns()) })
 	if s.opts.Hot != nil {
-		set.NewGauge(`counterd_hot_keys`, func() float64 { return float64(s.opts.Hot.HotCount()) })
+		exposition.Gauge(set, `counterd_hot_keys`, "Keys the hotness tracker counts as hot now.",
+			func() float64 { return float64(s.opts.Hot.HotCount()) })
 	}
 	return serverMetrics{
-		sampledOut:      set.NewCounter(`counterd_sampled_out_total`),
-		sampledRecorded: set.NewCounter(`counterd_sampled_recorded_total`),
-		commands:        set.NewCounter(`counterd_commands_total`),
-		commandErrors:   set.NewCounter(`counterd_command_errors_total`),
-		protocolErrors:  set.NewCounter(`counterd_protocol_errors_total`),
-		acceptErrors:    set.NewCounter(`counterd_accept_errors_total`),
-		refused:         set.NewCounter(`counterd_connections_refused_total`),
+		sampledOut: exposition.Counter(set, `counterd_sampled_out_total`,
+			"Increments of hot COUNTERD_SAMPLE_KEYS keys that sampling dropped."),
+		sampledRecorded: exposition.Counter(set, `counterd_sampled_recorded_total`,
+			"Increments of hot COUNTERD_SAMPLE_KEYS keys that sampling recorded, scaled up."),
+		commands: exposition.Counter(set, `counterd_commands_total`,
+			"Commands executed."),
+		commandErrors: exposition.Counter(set, `counterd_command_errors_total`,
+			"Commands answered with an error reply."),
+		protocolErrors: exposition.Counter(set, `counterd_protocol_errors_total`,
+			"Connections closed for a malformed request."),
+		acceptErrors: exposition.Counter(set, `counterd_accept_errors_total`,
+			"Failed accepts on the socket (such as no file descriptors left), retried with backoff."),
+		refused: exposition.Counter(set, `counterd_connections_refused_total`,
+			"Connections refused past COUNTERD_MAX_CONNS."),
 	}
 }

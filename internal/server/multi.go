@@ -72,8 +72,8 @@ type tx struct {
 
 // transaction handles MULTI, EXEC, DISCARD, WATCH and UNWATCH, and every
 // command while a transaction is open, and reports whether it did. QUIT
-// inside a transaction discards it and is left to the caller, as is every
-// command outside one.
+// or RESET inside a transaction discards it and is left to the caller, as
+// is every command outside one.
 func (c *session) transaction(ctx context.Context, args [][]byte) bool {
 	name := args[0]
 	if c.tx == nil {
@@ -102,6 +102,15 @@ func (c *session) transaction(ctx context.Context, args [][]byte) bool {
 	case is(name, "QUIT"):
 		c.tx = nil // nothing of it is applied
 		return false
+	case is(name, "RESET"):
+		// Run at once, as in Redis: it discards the transaction.
+		if len(args) != 1 {
+			c.tx.dirty = true
+			c.refuse(wrongArityMsg(name))
+			return true
+		}
+		c.tx = nil
+		return false
 	case is(name, "MULTI"):
 		c.refuse(errMultiNested) // as Redis: the transaction stays usable
 	case is(name, "WATCH"):
@@ -120,7 +129,7 @@ func (c *session) transaction(ctx context.Context, args [][]byte) bool {
 		}
 		c.out = c.s.execTx(ctx, c.out, t)
 	default:
-		if msg := c.tx.queue(args); msg != "" {
+		if msg := c.tx.queue(args, c.s.now()); msg != "" {
 			c.tx.dirty = true
 			c.refuse(msg)
 			return true
@@ -141,7 +150,7 @@ func (c *session) refuse(msg string) {
 // mistake discards the whole transaction (EXECABORT) rather than failing
 // one command of it: Redis itself would queue INCRBY k x and fail only
 // that command at EXEC, applying the others.
-func (t *tx) queue(args [][]byte) string {
+func (t *tx) queue(args [][]byte, now time.Time) string {
 	name := args[0]
 	var cmd txCmd
 	var keys [][]byte // checked as counter keys, and copied
@@ -216,7 +225,7 @@ func (t *tx) queue(args [][]byte) string {
 		if len(args) < 3 {
 			return wrongArityMsg(name)
 		}
-		items, msg := parseSet(args, time.Now())
+		items, msg := parseSet(args, now)
 		if msg != "" {
 			return msg
 		}
@@ -233,7 +242,7 @@ func (t *tx) queue(args [][]byte) string {
 	case isBudgetCommand(name):
 		return errBudgetInMulti
 	case is(name, "COMMAND"), is(name, "CONFIG"), is(name, "CLIENT"), is(name, "SELECT"),
-		is(name, "HELLO"), is(name, "INFO"), is(name, "AUTH"), is(name, "RESET"),
+		is(name, "HELLO"), is(name, "INFO"), is(name, "AUTH"),
 		is(name, "ECHO"), is(name, "TIME"), is(name, "DBSIZE"):
 		// Connection set-up and server facts, answered outside a
 		// transaction only.

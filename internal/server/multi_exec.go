@@ -11,6 +11,7 @@ import (
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/resp"
+	"github.com/counterd/counterd/internal/slots"
 )
 
 // execTx runs the transaction EXEC ends and appends its reply: EXECABORT
@@ -76,7 +77,7 @@ func (s *Server) execTx(ctx context.Context, out []byte, t *tx) []byte {
 		case txDel:
 			n := int64(0)
 			for _, r := range reads[i] {
-				if r.err == "" && r.Total != 0 {
+				if r.Overflow != nil || (r.err == "" && r.Total != 0) {
 					n++
 				}
 			}
@@ -231,9 +232,13 @@ func (s *Server) txReads(ctx context.Context, t *tx, items []change.Change, firs
 				continue
 			}
 			e, l := est[index[k]], later[k]
+			if e.Overflow != nil {
+				r.Estimate, r.err = e, fmt.Sprintf("ERR read totals: %v", e.Overflow)
+				continue
+			}
 			total, ok := subChecked(e.Total, l.Total)
 			if !ok {
-				r.err = fmt.Sprintf("ERR read totals: total of %q at this point of the transaction is beyond int64", k)
+				*r = beyondInt64(k)
 				continue
 			}
 			r.Estimate = pending.Estimate{Total: total, Var: max(e.Var-l.Var, 0), Expires: e.Expires}
@@ -245,6 +250,9 @@ func (s *Server) txReads(ctx context.Context, t *tx, items []change.Change, firs
 	cur := make(map[string]txRead, len(pre))
 	for k, e := range pre {
 		cur[k] = txRead{Estimate: e}
+		if e.Overflow != nil {
+			cur[k] = txRead{Estimate: e, err: fmt.Sprintf("ERR read totals: %v", e.Overflow)}
+		}
 	}
 	for i, cmd := range t.cmds {
 		switch cmd.kind {
@@ -255,12 +263,15 @@ func (s *Server) txReads(ctx context.Context, t *tx, items []change.Change, firs
 				continue
 			}
 			it := items[first[i]]
+			if r.Overflow != nil {
+				continue // beyond int64 before it: reported as that
+			}
 			if sum, ok := addInt(r.Total, it.Delta); ok {
 				r.Total = sum
+				r.Var += it.Var
 			} else if r.err == "" {
-				r.err = fmt.Sprintf("ERR read totals: total of %q at this point of the transaction is beyond int64", k)
+				r = beyondInt64(k)
 			}
-			r.Var += it.Var
 			cur[k] = r
 		case txSet:
 			if _, ok := cur[cmd.keys[0]]; ok {
@@ -280,6 +291,13 @@ func (s *Server) txReads(ctx context.Context, t *tx, items []change.Change, firs
 		}
 	}
 	return reads
+}
+
+// beyondInt64 is the read of key k whose total passed int64 at its
+// position in the transaction.
+func beyondInt64(k string) txRead {
+	err := fmt.Errorf("total of %q at this point of the transaction: %w", k, slots.ErrOverflow)
+	return txRead{Estimate: pending.Estimate{Overflow: err}, err: "ERR read totals: " + err.Error()}
 }
 
 func addInt(a, b int64) (int64, bool) {

@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/counterd/counterd/internal/exposition"
 )
 
 // Why a connection was closed for its output, as Redis's
@@ -25,10 +27,12 @@ type outputMetrics struct {
 	writeTimeout *metrics.Counter
 }
 
+const disconnectedHelp = "Connections closed for their output, by reason: output_limit (COUNTERD_CLIENT_OUTPUT_LIMIT), write_timeout (COUNTERD_CLIENT_WRITE_TIMEOUT)."
+
 func newOutputMetrics(set *metrics.Set) outputMetrics {
 	return outputMetrics{
-		outputLimit:  set.NewCounter(`counterd_clients_disconnected_total{reason="` + reasonOutputLimit + `"}`),
-		writeTimeout: set.NewCounter(`counterd_clients_disconnected_total{reason="` + reasonWriteTimeout + `"}`),
+		outputLimit:  exposition.Counter(set, `counterd_clients_disconnected_total{reason="`+reasonOutputLimit+`"}`, disconnectedHelp),
+		writeTimeout: exposition.Counter(set, `counterd_clients_disconnected_total{reason="`+reasonWriteTimeout+`"}`, disconnectedHelp),
 	}
 }
 

@@ -44,7 +44,8 @@ var resetCmds = []*cmdSpec{
 }
 
 func expireSpec(name, summary string) *cmdSpec {
-	return &cmdSpec{name: name, arity: 3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+	// -3: Redis's options are taken, to be refused by name.
+	return &cmdSpec{name: name, arity: -3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1,
 		keyFlags: []string{"RW", "UPDATE"}, acl: []string{"@keyspace", "@write", "@fast"},
 		group: "generic", since: "1.0.0", complexity: "O(1)", summary: summary}
 }
@@ -85,7 +86,7 @@ func (s *Server) resetCommand(ctx context.Context, out []byte, args [][]byte) ([
 }
 
 // now is the server's clock for expiry times.
-func (s *Server) now() time.Time { return time.Now() }
+func (s *Server) now() time.Time { return s.clock() }
 
 // acceptAll accepts items as one journal record, all or none, and waits
 // for what the acknowledgement mode promises; it returns the error reply,
@@ -122,6 +123,10 @@ func (s *Server) read(ctx context.Context, keys []string) ([]pending.Estimate, s
 	return est, ""
 }
 
+// exists reports whether a key exists: its total is not 0, which a
+// total beyond int64 is not either.
+func exists(e pending.Estimate) bool { return e.Total != 0 || e.Overflow != nil }
+
 // keyNames checks keys and copies them.
 func keyNames(keys [][]byte) ([]string, string) {
 	names := make([]string, len(keys))
@@ -148,7 +153,7 @@ func (s *Server) del(ctx context.Context, out []byte, keys [][]byte) []byte {
 	existed := int64(0)
 	for i, k := range names {
 		items[i] = change.Change{Key: k, Kind: change.Set}
-		if est[i].Total != 0 {
+		if exists(est[i]) {
 			existed++
 		}
 	}
@@ -160,7 +165,9 @@ func (s *Server) del(ctx context.Context, out []byte, keys [][]byte) []byte {
 
 // parseSet parses SET key n [EX s | PX ms | EXAT t | PXAT t] into its
 // changes: a Set, and an Expire when an option is given (an expiry
-// already past makes it a DEL, as a key that expired at once).
+// already past makes it a DEL, as a key that expired at once). Redis's
+// other options (NX, XX, GET, KEEPTTL) are refused by name; anything else
+// is Redis's syntax error.
 func parseSet(args [][]byte, now time.Time) ([]change.Change, string) {
 	if err := checkKey(args[1]); err != nil {
 		return nil, err.Error()
@@ -170,31 +177,32 @@ func parseSet(args [][]byte, now time.Time) ([]change.Change, string) {
 		return nil, errNotInt
 	}
 	items := []change.Change{{Key: string(args[1]), Kind: change.Set, Delta: n}}
-	switch len(args) {
-	case 3:
+	var unit string
+	var t int64
+	for i := 3; i < len(args); i++ {
+		opt := string(bytes.ToUpper(args[i]))
+		switch opt {
+		case "NX", "XX", "GET", "KEEPTTL":
+			return nil, fmt.Sprintf("ERR SET option %q is not supported by counterd (only EX, PX, EXAT and PXAT)", opt)
+		case "EX", "PX", "EXAT", "PXAT":
+			if unit != "" || i+1 == len(args) {
+				return nil, "ERR syntax error"
+			}
+			i++
+			if t, ok = resp.ParseInt(args[i]); !ok {
+				return nil, errNotInt
+			}
+			unit = opt
+		default:
+			return nil, "ERR syntax error"
+		}
+	}
+	if unit == "" {
 		return items, ""
-	case 5:
-	default:
-		return nil, "ERR syntax error: counterd's SET takes key, integer and at most one of EX, PX, EXAT, PXAT with its time"
 	}
-	opt := bytes.ToUpper(args[3])
-	t, ok := resp.ParseInt(args[4])
-	if !ok {
-		return nil, errNotInt
-	}
-	var at int64
-	switch string(opt) {
-	case "EX", "PX", "EXAT", "PXAT":
-		if t <= 0 {
-			return nil, "ERR invalid expire time in 'set' command"
-		}
-		var okAt bool
-		at, okAt = expiryAt(string(opt), t, now)
-		if !okAt {
-			return nil, "ERR invalid expire time in 'set' command"
-		}
-	default:
-		return nil, fmt.Sprintf("ERR SET option %q is not supported by counterd (only EX, PX, EXAT and PXAT)", opt)
+	at, ok := expiryAt(unit, t, now)
+	if t <= 0 || !ok {
+		return nil, "ERR invalid expire time in 'set' command"
 	}
 	if at <= now.Unix() {
 		items[0].Delta = 0
@@ -203,9 +211,10 @@ func parseSet(args [][]byte, now time.Time) ([]change.Change, string) {
 	return append(items, change.Change{Key: items[0].Key, Kind: change.Expire, Delta: at}), ""
 }
 
-// expiryAt converts an expiry given to SET or the EXPIRE family into a
-// unix second, rounding milliseconds up. It reports false for a time out
-// of range.
+// expiryAt converts an expiry given to SET or the EXPIRE family into the
+// unix second it is kept as, rounded up: a key never expires before the
+// time asked, and at most 999 ms after it. It reports false for a time
+// out of range.
 func expiryAt(unit string, t int64, now time.Time) (int64, bool) {
 	const maxSec = 1 << 40 // far beyond any date PostgreSQL's to_timestamp takes badly
 	switch unit {
@@ -213,7 +222,7 @@ func expiryAt(unit string, t int64, now time.Time) (int64, bool) {
 		if t > maxSec || t < -maxSec {
 			return 0, false
 		}
-		return now.Unix() + t, true
+		return ceilSec(now.UnixMilli() + t*1000), true
 	case "PX", "PEXPIRE":
 		if t > maxSec*1000 || t < -maxSec*1000 {
 			return 0, false
@@ -227,6 +236,7 @@ func expiryAt(unit string, t int64, now time.Time) (int64, bool) {
 	return 0, false
 }
 
+// ceilSec is the unix second at or after ms (unix milliseconds).
 func ceilSec(ms int64) int64 {
 	s := ms / 1000
 	if ms%1000 > 0 {
@@ -237,7 +247,8 @@ func ceilSec(ms int64) int64 {
 
 // expire answers EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT key t: 0 for a
 // key that does not exist; else 1, having set the expiry, or deleted the
-// key when the time is already past (as Redis does).
+// key when the time is already past (as Redis does). Redis's NX, XX, GT
+// and LT options are refused by name.
 func (s *Server) expire(ctx context.Context, out []byte, args [][]byte) []byte {
 	if err := checkKey(args[1]); err != nil {
 		s.m.commandErrors.Inc()
@@ -247,6 +258,10 @@ func (s *Server) expire(ctx context.Context, out []byte, args [][]byte) []byte {
 	if !ok {
 		s.m.commandErrors.Inc()
 		return resp.AppendError(out, errNotInt)
+	}
+	if len(args) > 3 {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, expireOptionError(args[0], args[3]))
 	}
 	now := s.now()
 	at, ok := expiryAt(string(bytes.ToUpper(args[0])), t, now)
@@ -259,7 +274,7 @@ func (s *Server) expire(ctx context.Context, out []byte, args [][]byte) []byte {
 	if msg != "" {
 		return resp.AppendError(out, msg)
 	}
-	if est[0].Total == 0 {
+	if !exists(est[0]) {
 		return resp.AppendInt(out, 0)
 	}
 	item := change.Change{Key: key, Kind: change.Expire, Delta: at}
@@ -272,9 +287,21 @@ func (s *Server) expire(ctx context.Context, out []byte, args [][]byte) []byte {
 	return resp.AppendInt(out, 1)
 }
 
+// expireOptionError refuses an option of the EXPIRE family: Redis's by
+// name, anything else as Redis's unsupported option.
+func expireOptionError(cmd, opt []byte) string {
+	o := string(bytes.ToUpper(opt))
+	switch o {
+	case "NX", "XX", "GT", "LT":
+		return fmt.Sprintf("ERR %s option %q is not supported by counterd (no options)", bytes.ToUpper(cmd), o)
+	}
+	return "ERR Unsupported option " + clip(opt)
+}
+
 // ttl answers TTL and PTTL: -2 for a key that does not exist, -1 for one
-// without expiry, else the time left (TTL rounded to the nearest second,
-// as Redis).
+// without expiry, else the time left until the whole second the expiry is
+// kept as: PTTL in milliseconds, TTL in whole seconds rounded down, so
+// TTL right after EXPIRE k 10 reads 10, as in Redis.
 func (s *Server) ttl(ctx context.Context, out, key []byte, ms bool) []byte {
 	if err := checkKey(key); err != nil {
 		s.m.commandErrors.Inc()
@@ -286,7 +313,7 @@ func (s *Server) ttl(ctx context.Context, out, key []byte, ms bool) []byte {
 	}
 	e := est[0]
 	switch {
-	case e.Total == 0:
+	case !exists(e):
 		return resp.AppendInt(out, -2)
 	case e.Expires == 0:
 		return resp.AppendInt(out, -1)
@@ -295,7 +322,7 @@ func (s *Server) ttl(ctx context.Context, out, key []byte, ms bool) []byte {
 	if ms {
 		return resp.AppendInt(out, left)
 	}
-	return resp.AppendInt(out, (left+500)/1000)
+	return resp.AppendInt(out, left/1000)
 }
 
 // persist answers PERSIST key: 1 if it removed an expiry, else 0.
@@ -309,7 +336,7 @@ func (s *Server) persist(ctx context.Context, out, key []byte) []byte {
 	if msg != "" {
 		return resp.AppendError(out, msg)
 	}
-	if est[0].Total == 0 || est[0].Expires == 0 {
+	if !exists(est[0]) || est[0].Expires == 0 {
 		return resp.AppendInt(out, 0)
 	}
 	if msg := s.acceptAll(ctx, []change.Change{{Key: k, Kind: change.Expire}}); msg != "" {

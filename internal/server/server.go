@@ -79,6 +79,8 @@ type Server struct {
 	m   serverMetrics
 	out outputMetrics
 	reg registry
+	// clock is the time expiries are set and read against; tests pin it.
+	clock func() time.Time
 }
 
 // New returns a Server that counts into buf.
@@ -104,7 +106,7 @@ func New(buf *pending.Buffer, opts Options) *Server {
 	if opts.Metrics == nil {
 		opts.Metrics = metrics.NewSet()
 	}
-	s := &Server{buf: buf, opts: opts, conns: map[net.Conn]struct{}{}}
+	s := &Server{buf: buf, opts: opts, conns: map[net.Conn]struct{}{}, clock: time.Now}
 	s.m = newServerMetrics(opts.Metrics, s)
 	s.reg.init(time.Now)
 	s.out = newOutputMetrics(opts.Metrics)
