@@ -110,12 +110,16 @@ func readMarks(p int) string {
 }
 
 // PruneInstances deletes the batch identity rows (one per lane) of
-// generations that have not committed since before cutoff, and returns how
-// many rows it deleted.
+// generations that have not committed since before cutoff, and the claims
+// (counterd_owners) of instances whose owner has not heartbeated since,
+// and returns how many identity rows it deleted.
 func (s *Store) PruneInstances(ctx context.Context, cutoff time.Time) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM counterd_instances WHERE updated_at < $1`, cutoff)
 	if err != nil {
 		return 0, fmt.Errorf("prune instances: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM counterd_owners WHERE heartbeat_at < $1`, cutoff); err != nil {
+		return 0, fmt.Errorf("prune instance claims: %w", err)
 	}
 	return tag.RowsAffected(), nil
 }
