@@ -169,3 +169,29 @@ func total(t *testing.T, db *pgtest.DB, key string) int64 {
 	}
 	return n
 }
+
+func TestPruneRemovesIdleClaims(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	if _, err := acquire(t, db, run("g1", "d1"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	store, err := slots.New(db.Pool, slots.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	count := func() (n int) {
+		t.Helper()
+		if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM counterd_owners`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := store.PruneInstances(ctx, time.Now().Add(-time.Hour)); err != nil || count() != 1 {
+		t.Fatalf("prune before the heartbeat: %v; %d claims left, want 1", err, count())
+	}
+	if _, err := store.PruneInstances(ctx, time.Now().Add(time.Hour)); err != nil || count() != 0 {
+		t.Fatalf("prune after the heartbeat: %v; %d claims left, want 0", err, count())
+	}
+}
