@@ -151,6 +151,10 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	}
 
 	loops := loopsFor(&cfg)
+	maxConns, err := connLimit(&cfg, loops, log)
+	if err != nil {
+		return err
+	}
 	opts := pending.Options{
 		Recovered:      recoveredRounds(jr, recovered),
 		Prepare:        prepare,
@@ -188,7 +192,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		Loops:           loops,
 		Hot:             hot,
 		Sample:          sample,
-		MaxConns:        cfg.MaxConns,
+		MaxConns:        maxConns,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Password:        cfg.Password,
 		WriteTimeout:    cfg.ClientWriteTimeout,

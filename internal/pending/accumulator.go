@@ -221,7 +221,7 @@ func (a *Accumulator) Cut() (bool, error) {
 	if a.jr != nil {
 		closed, rotated, err := a.jr.Rotate()
 		if err != nil {
-			return false, fmt.Errorf("rotate journal: %w", err)
+			return false, fmt.Errorf("cannot cut a round: rotate journal: %w", err)
 		}
 		if !rotated {
 			panic("BUG: keys pending but the journal segment is empty")

@@ -135,11 +135,17 @@ func (f *Flusher) flushAll(ctx context.Context, paced, timed bool) error {
 			}
 			cut, err := f.acc.Cut()
 			if err != nil {
-				// Keep accumulating into the open segment.
+				// Keep accumulating into the open segment; /readyz says
+				// rounds are not committing until a cut succeeds.
+				f.setHealth(err)
+				f.m.flushErrors.Inc()
 				f.opts.Logger.Error("cut round", "err", err)
 			}
 			f.lastCut = f.now()
 			if !cut {
+				if err == nil {
+					f.setHealth(nil) // nothing queued or accumulating
+				}
 				if err == nil && timed {
 					f.pace.idle()
 				}
