@@ -193,6 +193,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		Hot:             hot,
 		Sample:          sample,
 		MaxConns:        maxConns,
+		QueryLimit:      cfg.ClientQueryLimit,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Password:        cfg.Password,
 		WriteTimeout:    cfg.ClientWriteTimeout,
