@@ -176,6 +176,10 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	}
 
 	loops := loopsFor(&cfg)
+	maxConns, err := connLimit(&cfg, loops, log)
+	if err != nil {
+		return err
+	}
 	opts := pending.Options{
 		Recovered:      rounds,
 		Prepare:        prepare,
@@ -214,7 +218,8 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		Loops:           loops,
 		Hot:             hot,
 		Sample:          sample,
-		MaxConns:        cfg.MaxConns,
+		MaxConns:        maxConns,
+		QueryLimit:      cfg.ClientQueryLimit,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Password:        cfg.Password,
 		WriteTimeout:    cfg.ClientWriteTimeout,

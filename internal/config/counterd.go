@@ -101,6 +101,11 @@ type Counterd struct {
 	// a bound is safer. counterd stops reading a connection while half of
 	// it is unsent, so a client that reads gets near it only with one
 	// enormous reply (MGET of a huge key list).
+	// 1 MiB: far above any command counterd serves (an MGET of
+	// thousands of keys), so that a client streaming an endless command
+	// costs little. Redis's client-query-buffer-limit is 1 GiB, for
+	// values counterd does not store.
+	ClientQueryLimit  int `env:"COUNTERD_CLIENT_QUERY_BUFFER_LIMIT" envDefault:"1048576" help:"most bytes one command may take, and so the most a connection's read buffer holds; past it the client gets -ERR Protocol error: too big request and is disconnected (65536..1073741824). Before AUTH, with COUNTERD_PASSWORD set, a command may take 32 KiB (10 arguments of 16 KiB at most)"`
 	ClientOutputLimit int `env:"COUNTERD_CLIENT_OUTPUT_LIMIT" envDefault:"67108864" help:"most reply bytes pending for one connection; past it the connection is closed (at least 1048576)"`
 	// 30s: far longer than any healthy client takes to read, short
 	// enough that a stuck one does not hold a connection slot for long.
@@ -154,6 +159,8 @@ func (c *Counterd) Validate() error {
 		return &Error{"COUNTERD_DB_MAX_CONNS", "must exceed COUNTERD_WRITERS, so reads get a connection while a round is written"}
 	case c.MaxConns < 1:
 		return &Error{"COUNTERD_MAX_CONNS", "must be at least 1"}
+	case c.ClientQueryLimit < 64<<10 || c.ClientQueryLimit > 1<<30:
+		return &Error{"COUNTERD_CLIENT_QUERY_BUFFER_LIMIT", "must be 65536..1073741824 (64 KiB to 1 GiB)"}
 	case c.ClientOutputLimit < 1<<20:
 		return &Error{"COUNTERD_CLIENT_OUTPUT_LIMIT", "must be at least 1048576 (1 MiB)"}
 	case c.ClientWriteTimeout <= 0:

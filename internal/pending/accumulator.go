@@ -158,6 +158,7 @@ func (a *Accumulator) add(s *shard, items []change.Change, errs []error, all boo
 // adds what it did to t. It returns how many items it took: on the fast
 // path it stops before the first one needing the exclusive path.
 func (a *Accumulator) addLocked(s *shard, items []change.Change, errs []error, excl, all bool, t *Ticket) (int, error) {
+	defer s.trimScratch()
 	acc, accepted, refused, stop := a.check(s, items, errs, excl)
 	if all && refused > 0 {
 		// check only stamped tentative sums, which the next group's
@@ -221,7 +222,7 @@ func (a *Accumulator) Cut() (bool, error) {
 	if a.jr != nil {
 		closed, rotated, err := a.jr.Rotate()
 		if err != nil {
-			return false, fmt.Errorf("rotate journal: %w", err)
+			return false, fmt.Errorf("cannot cut a round: rotate journal: %w", err)
 		}
 		if !rotated {
 			panic("BUG: keys pending but the journal segment is empty")
@@ -234,7 +235,7 @@ func (a *Accumulator) Cut() (bool, error) {
 	r := &round{id: slots.BatchID{Identity: a.id, Seq: seq}, parts: make(parts, len(a.shards))}
 	for i, s := range a.shards {
 		r.parts[i] = s.cells
-		s.cells = newCells(len(s.cells.totals))
+		s.cells = newCells(presize(len(s.cells.totals)))
 	}
 	a.keys.Store(0)
 	a.queue(r)

@@ -32,6 +32,16 @@ type cells struct {
 	other  map[change.ID]*cell
 }
 
+// maxPresize bounds the room a new round's map is made with. Sizing it
+// for the last round saves growing it again in a steady load, but a burst
+// (a million distinct keys while PostgreSQL was away) must not make every
+// later round start that large: maps never shrink, so the peak would be
+// kept for good.
+const maxPresize = 16 << 10
+
+// presize is the room for a round after one of n keys.
+func presize(n int) int { return min(n, maxPresize) }
+
 func newCells(hint int) cells {
 	return cells{totals: make(map[string]*cell, hint), other: make(map[change.ID]*cell)}
 }

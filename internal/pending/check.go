@@ -25,7 +25,7 @@ func (a *Accumulator) check(s *shard, items []change.Change, errs []error, excl 
 	acc, found := s.accepted[:0], s.found[:0]
 	s.group++
 	s.reserved = 0
-	defer clear(s.fresh) // its keys alias the caller's buffer
+	defer s.resetFresh(len(items)) // its keys alias the caller's buffer
 	stop = len(items)
 	for i, ch := range items {
 		errs[i] = nil
@@ -125,8 +125,8 @@ func (a *Accumulator) checkWindowed(s *shard, items []change.Change, errs []erro
 	acc, found := s.accepted[:0], s.found[:0]
 	s.group++
 	s.reserved = 0
-	defer clear(s.fresh) // its keys alias the caller's buffer
-	at := a.clock.Now()  // once per group
+	defer s.resetFresh(len(items)) // its keys alias the caller's buffer
+	at := a.clock.Now()            // once per group
 	stop = len(items)
 	for i, ch := range items {
 		errs[i] = nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +34,11 @@ type Flusher struct {
 	prepared bool      // Prepare has succeeded; Run's goroutine only
 	pace     *pacer    // how long rounds accumulate
 	lastCut  time.Time // when the last round was cut (or found nothing); Run's goroutine only
-	now      func() time.Time
+	// committedKeys is the size of the round commitOldest last wrote;
+	// burstKeys the largest since memory was last released (release.go).
+	// Run's goroutine only.
+	committedKeys, burstKeys int
+	now                      func() time.Time
 
 	mu       sync.Mutex
 	rounds   []*round      // cut, not yet committed; oldest first
@@ -143,11 +148,17 @@ func (f *Flusher) flushAll(ctx context.Context, paced, timed bool) error {
 			}
 			cut, err := f.acc.Cut()
 			if err != nil {
-				// Keep accumulating into the open segment.
+				// Keep accumulating into the open segment; /readyz says
+				// rounds are not committing until a cut succeeds.
+				f.setHealth(err)
+				f.m.flushErrors.Inc()
 				f.opts.Logger.Error("cut round", "err", err)
 			}
 			f.lastCut = f.now()
 			if !cut {
+				if err == nil {
+					f.setHealth(nil) // nothing queued or accumulating
+				}
 				if err == nil && timed {
 					f.pace.idle()
 				}
@@ -160,6 +171,7 @@ func (f *Flusher) flushAll(ctx context.Context, paced, timed bool) error {
 		err := f.commitOldest(ctx)
 		f.setHealth(err)
 		if err == nil {
+			f.afterBurst(ctx, f.committedKeys) // the round is unreachable now
 			attempt = 0
 			continue
 		}
@@ -233,7 +245,14 @@ func (f *Flusher) commitOldest(ctx context.Context) error {
 	}
 	f.pace.wrote(f.now().Sub(began))
 	f.mu.Lock()
-	f.rounds = f.rounds[1:]
+	// A new array, not rounds[1:]: the old one would keep committed
+	// rounds, and their maps of every key, alive until it is outgrown;
+	// readers may still hold it (queued), so it is not cleared in place.
+	rest := f.rounds[1:]
+	f.rounds = nil
+	if len(rest) > 0 {
+		f.rounds = slices.Clone(rest)
+	}
 	from := f.done + 1
 	f.mu.Unlock()
 
@@ -251,6 +270,7 @@ func (f *Flusher) commitOldest(ctx context.Context) error {
 		f.removeSegment(seq)
 	}
 	f.advance(r.id.Seq)
+	f.committedKeys = len(batch)
 	return nil
 }
 

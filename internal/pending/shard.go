@@ -74,6 +74,28 @@ type shard struct {
 // maxKeptRecord stops one huge record from pinning its buffer forever.
 const maxKeptRecord = 1 << 20
 
+// maxKeptScratch is the most changes of one group a shard keeps scratch
+// room for: a burst's group (a loop pass over many pipelining
+// connections, a large MULTI) does not pin its maps and slices forever.
+const maxKeptScratch = 16 << 10
+
+// resetFresh empties the scratch map of a group of n items, replacing it
+// rather than clearing it when it grew large: clearing keeps a map's room.
+func (s *shard) resetFresh(n int) {
+	if n > maxKeptScratch {
+		s.fresh = make(map[change.ID]int64)
+		return
+	}
+	clear(s.fresh)
+}
+
+// trimScratch drops scratch slices a large group grew.
+func (s *shard) trimScratch() {
+	if cap(s.accepted) > maxKeptScratch {
+		s.accepted, s.found = nil, nil
+	}
+}
+
 // journal encodes acc as one record in the shard's own buffer and appends
 // it: only the write(2) runs under the journal's lock.
 func (s *shard) journal(jr Journal, acc []change.Change) (journal.Position, error) {

@@ -6,12 +6,12 @@ import "bytes"
 // optional '\r' before it, of arguments separated by spaces and tabs. It
 // returns ok=true with no args for a blank line, which it consumes.
 func (r *Reader) inline() (args [][]byte, ok bool, err error) {
-	limit := r.r + maxInline + 1 // the '\n' may be at most at limit-1
+	limit := r.r + r.lim.Inline + 1 // the '\n' may be at most at limit-1
 	end := min(r.w, limit)
 	k := bytes.IndexByte(r.buf[r.r+r.scanned:end], '\n')
 	if k < 0 {
 		if end == limit {
-			return nil, false, protocolError(msgTooBigInline)
+			return nil, false, r.tooBigInline()
 		}
 		r.scanned = end - r.r
 		return nil, false, nil

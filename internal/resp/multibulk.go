@@ -13,16 +13,16 @@ import "fmt"
 // stream was split into reads.
 func (r *Reader) multibulk() (args [][]byte, ok bool, err error) {
 	start := r.r
-	limit := start + MaxCommandBytes // no byte of this command may sit at or past limit
+	limit := start + r.lim.Command // no byte of this command may sit at or past limit
 	// buf ends at the last byte this command may use, so running off its
 	// end means either "wait for more" or, at limit, "too big".
 	buf := r.buf[:min(r.w, limit)]
 	pending, i := r.pending, start+r.next
 	if pending == 0 {
-		n, next, ok := header(buf, start, MaxArgs, true)
+		n, next, ok, over := header(buf, start, r.lim.Args, true)
 		switch {
 		case !ok:
-			return nil, false, protocolError(msgMultibulkLength)
+			return nil, false, r.badLength(false, over)
 		case next < 0:
 			return nil, false, r.short(limit)
 		case n <= 0:
@@ -40,9 +40,9 @@ func (r *Reader) multibulk() (args [][]byte, ok bool, err error) {
 		if buf[i] != '$' {
 			return nil, false, &ProtocolError{Msg: fmt.Sprintf("expected '$', got '%c'", buf[i])}
 		}
-		n, j, ok := header(buf, i, MaxBulkLen, false)
+		n, j, ok, over := header(buf, i, r.lim.Bulk, false)
 		if !ok {
-			return nil, false, protocolError(msgBulkLength)
+			return nil, false, r.badLength(true, over)
 		}
 		end := j + n // where the bulk's "\r\n" starts
 		if j < 0 || end+2 > len(buf) {
@@ -50,7 +50,7 @@ func (r *Reader) multibulk() (args [][]byte, ok bool, err error) {
 			// next time, which costs a few bytes.
 			r.pending, r.next, r.spans = pending, i-start, spans
 			if j >= 0 && end+2 > limit {
-				return nil, false, protocolError(msgTooBig)
+				return nil, false, r.tooBig()
 			}
 			return nil, false, r.short(limit)
 		}
@@ -76,7 +76,7 @@ func (r *Reader) multibulk() (args [][]byte, ok bool, err error) {
 // largest command.
 func (r *Reader) short(limit int) error {
 	if r.w >= limit {
-		return protocolError(msgTooBig)
+		return r.tooBig()
 	}
 	return nil
 }
@@ -85,8 +85,8 @@ func (r *Reader) short(limit int) error {
 // byte is at buf[i]. It returns n and the index just past the line, or
 // next=-1 when the line runs off the end of buf. ok is false unless the
 // number is 0..max, or -1 when allowMinusOne is set, and is written without
-// '+' or leading zeros.
-func header(buf []byte, i, max int, allowMinusOne bool) (n, next int, ok bool) {
+// '+' or leading zeros; over says it failed only for being past max.
+func header(buf []byte, i, max int, allowMinusOne bool) (n, next int, ok, over bool) {
 	j := i + 1
 	neg := false
 	if allowMinusOne && j < len(buf) && buf[j] == '-' {
@@ -103,24 +103,24 @@ func header(buf []byte, i, max int, allowMinusOne bool) (n, next int, ok bool) {
 		// like on n > max, before the line ends keeps an endless number
 		// from growing the buffer.
 		if n == 0 && j > digits {
-			return 0, 0, false
+			return 0, 0, false, false
 		}
 		n = n*10 + int(d)
 		if n > max {
-			return 0, 0, false
+			return 0, 0, false, !neg
 		}
 	}
 	switch {
 	case j >= len(buf):
-		return 0, -1, true
+		return 0, -1, true, false
 	case buf[j] != '\r' || j == digits || neg && n != 1:
-		return 0, 0, false
+		return 0, 0, false, false
 	case j+1 >= len(buf):
-		return 0, -1, true
+		return 0, -1, true, false
 	case buf[j+1] != '\n':
-		return 0, 0, false
+		return 0, 0, false, false
 	case neg:
-		return -n, j + 2, true
+		return -n, j + 2, true, false
 	}
-	return n, j + 2, true
+	return n, j + 2, true, false
 }

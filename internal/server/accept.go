@@ -61,10 +61,12 @@ func (s *Server) admit(ctx context.Context, c net.Conn) {
 		c.Close()
 		return
 	case len(s.conns)+s.nloop >= s.opts.MaxConns:
-		s.wg.Add(1)
 		s.mu.Unlock()
 		s.m.refused.Inc()
-		go s.refuse(c)
+		// At once, not on a goroutine: a flood of refused clients then
+		// holds one descriptor at a time, never the ones kept in
+		// reserve for the journal and PostgreSQL.
+		refuse(c)
 		return
 	}
 	if s.loops != nil && hasFD(c) {
@@ -80,11 +82,14 @@ func (s *Server) admit(ctx context.Context, c net.Conn) {
 	go s.serveConn(ctx, c)
 }
 
+// refuseWait bounds writing the refusal. A new connection has an empty
+// socket buffer, so the write does not wait in practice.
+const refuseWait = 100 * time.Millisecond
+
 // refuse tells a client past MaxConns why, as Redis does, and closes it.
-func (s *Server) refuse(c net.Conn) {
-	defer s.wg.Done()
+func refuse(c net.Conn) {
 	defer c.Close()
-	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	_ = c.SetWriteDeadline(time.Now().Add(refuseWait))
 	_, _ = c.Write(resp.AppendError(nil, errMaxClients))
 }
 

@@ -51,6 +51,26 @@ func (c *session) groupReplies(errs []error, err error) {
 	c.group = c.group[:0]
 }
 
+// maxKeptGroup is the most increments an idle connection keeps room for:
+// a pipelining client's group can grow to thousands (48 bytes each, and
+// an error slot), which idle connections need not hold.
+const maxKeptGroup = 256
+
+// idle gives back what a connection grew for a burst once it waits for
+// input with nothing buffered: its read buffer and its group's room. The
+// caller ensures no command read so far is in use.
+func (c *session) idle() {
+	if !c.rd.Shrink() {
+		return
+	}
+	if cap(c.group) > maxKeptGroup {
+		c.group = nil
+	}
+	if cap(c.errs) > maxKeptGroup {
+		c.errs = nil
+	}
+}
+
 // needsConfirm reports whether confirm may wait for t.
 func (s *Server) needsConfirm(t pending.Ticket) bool {
 	return (s.opts.AckCommit && t.Recorded > 0) || !s.buf.DurableOnAppend()

@@ -67,7 +67,7 @@ func (c *session) hello(args [][]byte) {
 			c.fail(errWrongPass)
 			return
 		}
-		st.needAuth = false
+		c.authenticated()
 	}
 	if st.needAuth {
 		c.fail(errHelloNoAuth)
@@ -120,7 +120,7 @@ func (c *session) auth(args [][]byte) {
 		c.fail(errWrongPass)
 		return
 	}
-	c.conn.needAuth = false
+	c.authenticated()
 	c.out = resp.AppendOK(c.out)
 }
 

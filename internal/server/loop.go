@@ -15,6 +15,7 @@ import (
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pending"
+	"github.com/counterd/counterd/internal/resp"
 )
 
 // Event loops (Options.IO "loop"). Options.Loops loops each own an epoll
@@ -88,15 +89,17 @@ func (s *Server) startLoops(ctx context.Context) (*loops, error) {
 func (ls *loops) add(s *Server, c net.Conn) {
 	sess := s.newSession(c)
 	fd, err := dupFD(c)
-	c.Close()
 	if err != nil {
-		// Out of descriptors, as an accept can be: counted the same way.
+		// Out of descriptors, as an accept can be: counted the same way,
+		// and the client is told, as one past MaxConns.
 		s.m.acceptErrors.Inc()
 		s.opts.Logger.Warn("cannot serve connection", "err", err)
+		refuse(c)
 		s.removeSession(sess)
 		s.loopConnDone()
 		return
 	}
+	c.Close()
 	sess.conn.fd = fd
 	l := ls.ls[ls.next.Add(1)%uint64(len(ls.ls))]
 	l.send(&lconn{fd: fd, sess: sess, fresh: true})
@@ -316,6 +319,7 @@ func (l *eloop) takeInbox() {
 			ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(c.fd)}
 			if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
 				l.s.opts.Logger.Warn("cannot serve connection", "err", fmt.Errorf("epoll add: %w", err))
+				_, _ = writeFD(c.fd, resp.AppendError(nil, errMaxClients))
 				l.conns[c.fd] = c
 				l.close(c)
 				continue

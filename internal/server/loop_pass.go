@@ -47,7 +47,7 @@ type lconn struct {
 // fdReader reads a loop connection's socket without blocking.
 type fdReader struct{ c *lconn }
 
-func newFDReader(c *lconn) *resp.Reader { return resp.NewReader(fdReader{c}, readBufSize) }
+func newFDReader(c *lconn) *resp.Reader { return c.sess.newReader(fdReader{c}) }
 
 func (r fdReader) Read(p []byte) (int, error) {
 	for {
@@ -120,7 +120,7 @@ func (l *eloop) scan(c *lconn) {
 	for c.cmd == nil && c.quit == nil && !l.paused(c) {
 		args, ok, err := c.rd.Next()
 		if err != nil {
-			l.s.m.protocolErrors.Inc()
+			sess.protocolError(err)
 			c.quit = err
 			return
 		}
@@ -181,7 +181,15 @@ func (l *eloop) endGroups(batch []*lconn) {
 	clear(items)
 	clear(errs)
 	l.items = items[:0]
+	if cap(items) > maxKeptBatch {
+		// A burst from many connections at once: do not keep its room.
+		l.items, l.errs = nil, nil
+	}
 }
+
+// maxKeptBatch is the most increments a loop keeps room for between
+// passes (48 bytes each, and an error slot).
+const maxKeptBatch = 16 << 10
 
 // confirm waits for t's durability or commit on a goroutine, then answers
 // c's group and runs the command its scan stopped at, if any.
@@ -274,6 +282,8 @@ func (l *eloop) finish(c *lconn) {
 		} // else flushPend brings it back
 	case (c.ended || l.draining.Load()) && len(c.pend) == 0:
 		l.close(c)
+	default:
+		sess.idle() // waiting for input; no command of this pass is in use
 	}
 }
 
@@ -312,8 +322,8 @@ func (l *eloop) flushPend(c *lconn) {
 	}
 	c.pend = c.pend[:copy(c.pend, c.pend[n:])]
 	if len(c.pend) == 0 {
-		if cap(c.pend) > maxKeptQueue {
-			c.pend = nil
+		if cap(c.pend) > maxKeptOut {
+			c.pend = nil // the client caught up: keep no large buffer
 		}
 		l.wantOutput(c, false)
 	}

@@ -71,6 +71,14 @@ func (o *outbox) run(c *session, conn net.Conn) {
 	defer o.mu.Unlock()
 	for {
 		if o.err != nil || len(o.queued) == 0 {
+			// Caught up: a client that was slow once does not keep a
+			// large buffer while it idles.
+			if cap(o.spare) > maxKeptOut {
+				o.spare = nil
+			}
+			if cap(o.queued) > maxKeptOut {
+				o.queued = nil
+			}
 			o.running = false
 			o.cond.Broadcast()
 			return

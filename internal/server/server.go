@@ -14,6 +14,7 @@ import (
 	"github.com/counterd/counterd/internal/glob"
 	"github.com/counterd/counterd/internal/hotness"
 	"github.com/counterd/counterd/internal/pending"
+	"github.com/counterd/counterd/internal/resp"
 )
 
 // Options configure a Server.
@@ -44,6 +45,12 @@ type Options struct {
 	// Password, when set, is required (AUTH or HELLO ... AUTH, user
 	// "default") before any command but AUTH, HELLO and QUIT.
 	Password string
+	// QueryLimit is the most bytes one command may take, and so the most
+	// a connection's read buffer holds (default resp.MaxCommandBytes);
+	// past it the client gets an error and is disconnected, as Redis's
+	// client-query-buffer-limit. Before AUTH the bound is far smaller
+	// (resp.Unauthenticated).
+	QueryLimit int
 	// OutputLimit is the most reply bytes pending for one connection
 	// (default 64 MiB); past it the connection is closed, as Redis's
 	// client-output-buffer-limit does.
@@ -96,6 +103,9 @@ func New(buf *pending.Buffer, opts Options) *Server {
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 30 * time.Second
+	}
+	if opts.QueryLimit <= 0 {
+		opts.QueryLimit = resp.MaxCommandBytes
 	}
 	if opts.OutputLimit <= 0 {
 		opts.OutputLimit = 64 << 20

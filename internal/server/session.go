@@ -44,7 +44,10 @@ type session struct {
 	errs  []error
 	// conn is the connection's protocol, name and authentication.
 	conn connState
-	tx   *tx // the open MULTI transaction, if any (multi.go)
+	// rd reads the connection's commands; only the goroutine serving the
+	// connection touches it (input.go).
+	rd *resp.Reader
+	tx *tx // the open MULTI transaction, if any (multi.go)
 	// ob writes the replies a client does not take at once (outbox.go).
 	ob outbox
 }
@@ -58,8 +61,8 @@ var errQuit = errors.New("client quit")
 // folded) before any reply after it is written, and before the read
 // buffer its keys alias is reused.
 func (s *Server) session(ctx context.Context, c net.Conn) error {
-	rd := resp.NewReader(c, readBufSize)
 	sess := s.newSession(c)
+	rd := sess.newReader(c)
 	defer s.removeSession(sess)
 	defer sess.ob.close() // before the connection is closed
 	for {
@@ -67,7 +70,7 @@ func (s *Server) session(ctx context.Context, c net.Conn) error {
 		for quit == nil {
 			args, ok, err := rd.Next()
 			if err != nil {
-				s.m.protocolErrors.Inc()
+				sess.protocolError(err)
 				sess.endGroup(ctx)
 				sess.out = resp.AppendError(sess.out, "ERR "+err.Error())
 				quit = err
@@ -98,6 +101,7 @@ func (s *Server) session(ctx context.Context, c net.Conn) error {
 		if s.draining() {
 			return nil // what was read is answered; the rest is not ours
 		}
+		sess.idle()
 		if err := rd.Fill(); err != nil {
 			switch {
 			case errors.Is(err, io.EOF):
