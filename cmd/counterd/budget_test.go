@@ -21,8 +21,8 @@ import (
 // TAKE resent after a lost reply could be granted twice.
 func budgetClient(t testing.TB, socket string) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Network: "unix", Addr: socket, Protocol: 2, DisableIdentity: true,
-		MaxRetries: -1, PoolSize: 1, DialTimeout: time.Second, ReadTimeout: 10 * time.Second})
+	c := logTo(t, redis.NewClient(&redis.Options{Network: "unix", Addr: socket, Protocol: 2, DisableIdentity: true,
+		MaxRetries: -1, PoolSize: 1, DialTimeout: time.Second, ReadTimeout: 10 * time.Second}))
 	t.Cleanup(func() { c.Close() })
 	return c
 }
