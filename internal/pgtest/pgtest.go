@@ -80,15 +80,9 @@ func New(tb testing.TB, opts Options) *DB {
 		tb.Fatalf("create schema: %v", err)
 	}
 	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			tb.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+		if err := dropSchema(ctx, base, schema); err != nil {
 			tb.Errorf("drop schema %s: %v", schema, err)
 		}
 	})
