@@ -96,6 +96,7 @@ type takers struct {
 	acked    atomic.Int64 // replies of 1, and TIMEOUT replies (the grant stands)
 	unknown  atomic.Int64 // connection lost with a TAKE in flight: maybe granted
 	errs     atomic.Int64 // -ERR replies: not granted
+	lastErr  atomic.Value // string: the last lost reply or -ERR, for failures
 	lastAck  atomic.Int64 // unix nanoseconds
 	overflow atomic.Bool
 	paused   atomic.Bool
@@ -142,6 +143,7 @@ func (l *takers) runPipelined(c *redis.Client, depth int) {
 				time.Sleep(5 * time.Millisecond) // the daemon is down: nothing was sent
 			} else {
 				l.unknown.Add(int64(depth))
+				l.lastErr.Store(cmds[0].Err().Error())
 			}
 			continue
 		}
@@ -159,8 +161,10 @@ func (l *takers) runPipelined(c *redis.Client, depth int) {
 				l.acked.Add(1)
 			case errors.As(err, &rerr):
 				l.errs.Add(1)
+				l.lastErr.Store(err.Error())
 			default:
 				l.unknown.Add(1)
+				l.lastErr.Store(err.Error())
 			}
 		}
 	}
@@ -198,6 +202,7 @@ func (l *takers) run(c *redis.Client) {
 			l.acked.Add(1)
 		case errors.As(err, &rerr):
 			l.errs.Add(1)
+			l.lastErr.Store(err.Error())
 		case strings.Contains(err.Error(), "connect:"):
 			// The daemon is down: the TAKE was never sent.
 			time.Sleep(5 * time.Millisecond)
@@ -205,6 +210,7 @@ func (l *takers) run(c *redis.Client) {
 			// The connection broke (a kill): the reply was lost, or the
 			// TAKE never arrived.
 			l.unknown.Add(1)
+			l.lastErr.Store(err.Error())
 			time.Sleep(5 * time.Millisecond) // the daemon is down: do not spin
 		}
 	}
@@ -336,7 +342,8 @@ func waitProgress(t *testing.T, what string, count func() int64, want int64, sta
 
 // String says what the takers saw, for failures.
 func (l *takers) String() string {
-	return fmt.Sprintf("%d acknowledged, %d replies lost, %d errors", l.acked.Load(), l.unknown.Load(), l.errs.Load())
+	last, _ := l.lastErr.Load().(string)
+	return fmt.Sprintf("%d acknowledged, %d replies lost, %d errors (last %q)", l.acked.Load(), l.unknown.Load(), l.errs.Load(), last)
 }
 
 // waitFor polls cond until it holds or timeout passes.

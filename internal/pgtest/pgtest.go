@@ -60,7 +60,9 @@ type Options struct {
 // drops it when the test ends.
 func New(tb testing.TB, opts Options) *DB {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Generous: a loaded machine's commits (a migration is eleven) can
+	// take seconds each.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
 	base := opts.URL
