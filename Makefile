@@ -18,7 +18,7 @@ build: ## build bin/counterd and bin/rollup (--version: git describe --always --
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/counterd ./cmd/rollup
 
 run: build ## start a throwaway PostgreSQL (unless DATABASE_URL is set), counterd and the rollup scheduler
-	@scripts/run.sh
+	@BIN=$(BIN) scripts/run.sh
 
 test: ## go test -race ./... (and each internal benchmark once) against a throwaway PostgreSQL (or TEST_DATABASE_URL)
 	@scripts/test.sh

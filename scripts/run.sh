@@ -8,11 +8,14 @@ cd "$(dirname "$0")/.."
 . scripts/database.sh
 use_database DATABASE_URL
 # Per-checkout defaults, so a second checkout's `make run` does not collide
-# with the first: the socket under this checkout's .run/ (0700, as counterd
-# requires), and a metrics port the kernel picks. counterd logs both.
-mkdir -p .run && chmod 700 .run
+# with the first: the socket and log under this checkout's .run/ (0700, as
+# counterd requires; RUN_DIR moves them), and a metrics port the kernel
+# picks. counterd logs both. BIN is where `make build` put the binaries.
+RUN_DIR=${RUN_DIR:-$PWD/.run}
+BIN=${BIN:-bin}
+mkdir -p "$RUN_DIR" && chmod 700 "$RUN_DIR"
 if [[ -z ${COUNTERD_SOCKET:-} ]]; then
-	COUNTERD_SOCKET=$PWD/.run/counterd.sock
+	COUNTERD_SOCKET=$RUN_DIR/counterd.sock
 	if (( ${#COUNTERD_SOCKET} > 107 )); then
 		# Too long for a Unix socket: a private directory under /tmp.
 		COUNTERD_SOCKET=$(mktemp -d "${TMPDIR:-/tmp}/counterd-run.XXXXXX")/counterd.sock
@@ -26,22 +29,68 @@ export COUNTERD_JOURNAL_DIR=${COUNTERD_JOURNAL_DIR:-$PWD/.journal}
 export COUNTERD_WINDOWS=${COUNTERD_WINDOWS-post:*=minute:2h,hour:14d,day:400d}
 # Fold often, so the demo shows slot rows moving into counters.
 export ROLLUP_SCHEDULE=${ROLLUP_SCHEDULE:-@every 10s}
-log=.run/counterd.log
+log=$RUN_DIR/counterd.log
 
-pids=()
-cleanup() {
-	trap - INT TERM EXIT
+# Ctrl-C sends SIGINT to everything in the terminal's foreground process
+# group: this script, counterd, rollup and the tee of counterd's log (make
+# too). counterd and rollup take SIGINT as SIGTERM: they drain, flush and
+# exit. The tee ignores it (-i) and ends when counterd does: a tee killed
+# by Ctrl-C would kill counterd with SIGPIPE at its next log line, before
+# its final flush. The script stops its children, waits for them, and
+# exits 0 when they stopped cleanly.
+pids=() socket='' tee_pid=''
+declare -A names
+# stop_all stops what this script started, once, and fails if counterd or
+# rollup exited with an error.
+stop_all() {
+	local p rc status=0
 	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	wait "${pids[@]}" 2>/dev/null || true
-	if [[ $started_pg == 1 ]]; then scripts/pg.sh stop; fi
+	for p in "${pids[@]}"; do
+		rc=0
+		wait "$p" || rc=$?
+		# 127: not a child any more (wait -n reaped it); 130, 143: ended
+		# by SIGINT or SIGTERM before it could handle them (still
+		# starting, so holding nothing).
+		case $rc in
+		0 | 127 | 130 | 143) ;;
+		*) echo "make run: ${names[$p]} exited with status $rc" >&2; status=1 ;;
+		esac
+	done
+	pids=()
+	# tee ends once counterd closes its end: wait, so its last lines come
+	# before ours.
+	if [[ -n $tee_pid ]]; then wait "$tee_pid" 2>/dev/null || true; fi
+	tee_pid=''
+	# A counterd that did not shut down cleanly leaves its socket behind.
+	if [[ -n $socket && -S $socket ]]; then rm -f "$socket"; fi
+	if [[ $started_pg == 1 ]]; then
+		started_pg=0
+		scripts/pg.sh stop || status=1
+	fi
+	return "$status"
 }
-trap cleanup INT TERM EXIT
+interrupted() {
+	# A second Ctrl-C while they flush must not cut the flush short.
+	trap '' INT TERM
+	echo "make run: stopping counterd and rollup (they flush first)" >&2
+	if stop_all; then
+		echo "make run: stopped" >&2
+		exit 0
+	fi
+	echo "make run: counterd or rollup did not stop cleanly (counterd's log is above and in $log); increments counterd did not write stay in $COUNTERD_JOURNAL_DIR for its next start" >&2
+	exit 1
+}
+trap interrupted INT TERM
+trap 'trap "" INT TERM; stop_all || true' EXIT
 
-# counterd's log goes to the terminal and to .run/counterd.log, where this
+# counterd's log goes to the terminal and to the log file, where this
 # script reads the addresses it really listens on.
 : >"$log"
-bin/counterd 2> >(tee -a "$log" >&2) &
-pids+=($!)
+exec 3> >(exec tee -i -a "$log" >&2)
+tee_pid=$!
+"$BIN"/counterd 2>&3 &
+pids+=($!) names[$!]=counterd
+exec 3>&-
 
 # counterd migrates the schema before it listens, so rollup starts after.
 for _ in $(seq 300); do
@@ -55,8 +104,8 @@ if ! grep -q 'msg="counterd ready"' "$log"; then
 fi
 socket=$(sed -n 's/.*msg="counterd ready" socket=\([^ ]*\).*/\1/p' "$log" | tail -1)
 metrics=$(sed -n 's/.*msg="serving metrics" addr=\([^ ]*\).*/\1/p' "$log" | tail -1)
-bin/rollup &
-pids+=($!)
+"$BIN"/rollup &
+pids+=($!) names[$!]=rollup
 cat <<MSG
 
 counterd is listening on $socket; metrics on ${metrics:-(off)}; rollup folds $ROLLUP_SCHEDULE.
@@ -75,7 +124,8 @@ Try, in another terminal:
 Ctrl-C stops counterd, rollup and (if started here) PostgreSQL.
 
 MSG
-# If counterd or rollup exits by itself, say so and fail.
+# If counterd or rollup exits by itself, say so and fail. (Ctrl-C ends
+# this wait early and runs interrupted instead.)
 rc=0
 wait -n "${pids[@]}" || rc=$?
 echo "make run: counterd or rollup exited (status $rc); stopping" >&2

@@ -58,6 +58,13 @@ type stepResult struct {
 // rather than skip them (CI sets it; see .ci/run and scripts/clients.sh).
 func clientsRequired() bool { return os.Getenv("COUNTERD_CLIENTS_REQUIRED") == "1" }
 
+// clientFlushTimeout bounds how long FLUSH, GET and MGET wait for
+// PostgreSQL: longer than the default 10 s, which a loaded machine's
+// commits can take, and shorter than a scenario step (20 s), so a step
+// gets the daemon's answer. A FLUSH not confirmed in time says so, and
+// the scenario asks again.
+const clientFlushTimeout = "COUNTERD_FLUSH_TIMEOUT=15s"
+
 // needTool skips the test, naming what is missing, or fails it under
 // COUNTERD_CLIENTS_REQUIRED=1.
 func needTool(t *testing.T, format string, args ...any) {
@@ -223,7 +230,7 @@ func nodeModules(t *testing.T, pkg string) string {
 func testNodeClient(t *testing.T, pkg, script string) {
 	modules := nodeModules(t, pkg)
 	db := pgtest.New(t, pgtest.Options{})
-	d := startDaemon(t, db)
+	d := startDaemon(t, db, clientFlushTimeout)
 	rep := runScript(t, []string{"node"}, []string{"NODE_PATH=" + modules}, script, d.socket, "t")
 	checkReport(t, db, d, rep)
 }
@@ -268,7 +275,7 @@ func TestClientRedisPy(t *testing.T) {
 	t.Parallel()
 	python := pythonWithRedis(t)
 	db := pgtest.New(t, pgtest.Options{})
-	d := startDaemon(t, db)
+	d := startDaemon(t, db, clientFlushTimeout)
 	rep := runScript(t, []string{python}, nil, "redis_py.py", d.socket, "t")
 	checkReport(t, db, d, rep)
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/proctest"
 )
@@ -21,7 +23,10 @@ import (
 // binary is counterd built once for every test in this package.
 var binary string
 
-func TestMain(m *testing.M) { proctest.Main(m, "counterd", ".", &binary) }
+func TestMain(m *testing.M) {
+	redis.SetLogger(quietLogger{})
+	proctest.Main(m, "counterd", ".", &binary)
+}
 
 // daemon is one counterd process started by a test.
 type daemon struct {

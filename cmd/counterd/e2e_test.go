@@ -21,7 +21,7 @@ import (
 
 func client(t testing.TB, socket string) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Network: "unix", Addr: socket, Protocol: 2, DisableIdentity: true})
+	c := logTo(t, redis.NewClient(&redis.Options{Network: "unix", Addr: socket, Protocol: 2, DisableIdentity: true}))
 	t.Cleanup(func() { c.Close() })
 	return c
 }

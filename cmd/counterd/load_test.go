@@ -17,6 +17,7 @@ import (
 // daemon acknowledged and every one whose fate is unknown (sent, then the
 // connection died before the reply).
 type load struct {
+	t      testing.TB
 	socket string
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -41,7 +42,7 @@ type waiter struct {
 // over keys keys, until stop.
 func startLoad(t *testing.T, socket string, clients, pipe, keys int) *load {
 	t.Helper()
-	l := &load{socket: socket, stop: make(chan struct{}), acked: map[string]int64{}, unknown: map[string]int64{}, up: make(chan struct{})}
+	l := &load{t: t, socket: socket, stop: make(chan struct{}), acked: map[string]int64{}, unknown: map[string]int64{}, up: make(chan struct{})}
 	close(l.up)
 	for i := range clients {
 		l.wg.Go(func() { l.client(i, pipe, keys) })
@@ -51,12 +52,12 @@ func startLoad(t *testing.T, socket string, clients, pipe, keys int) *load {
 }
 
 func (l *load) client(id, pipe, keys int) {
-	c := redis.NewClient(&redis.Options{
+	c := logTo(l.t, redis.NewClient(&redis.Options{
 		Network: "unix", Addr: l.socket, Protocol: 2, DisableIdentity: true,
 		MaxRetries:  -1, // a retry could count an increment twice
 		DialTimeout: time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
 		PoolSize: 1,
-	})
+	}))
 	defer c.Close()
 	ctx := context.Background()
 	for i := 0; ; i++ {

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -55,24 +57,44 @@ func TestPipelineMillion(t *testing.T) {
 
 // A client that never reads its replies is disconnected once they have
 // waited COUNTERD_CLIENT_WRITE_TIMEOUT, with a warning and a metric; the
-// daemon keeps serving everyone else.
+// daemon keeps serving everyone else, and every increment it acknowledged
+// is counted.
+//
+// The smallest output limit makes the daemon stop reading the client
+// after 512 KiB of unsent replies (about 131,000 INCRs), so the client's
+// writes block until the daemon gives up on it, however fast the machine
+// reads: the test writes until the daemon closes the connection.
 func TestClientNeverReads(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
-	d := startDaemon(t, db, "COUNTERD_CLIENT_WRITE_TIMEOUT=1s")
+	d := startDaemon(t, db, "COUNTERD_CLIENT_OUTPUT_LIMIT=1048576", "COUNTERD_CLIENT_WRITE_TIMEOUT=1s")
 	c, err := net.Dial("unix", d.socket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Minute))
-	// Far more replies than socket buffers hold; the write fails once
-	// counterd closes the connection.
-	_, werr := c.Write(incrs(5_000_000))
-	if werr == nil {
-		t.Fatal("wrote 5,000,000 INCRs without reading and the connection is still open")
+	_ = c.SetDeadline(time.Now().Add(2 * time.Minute))
+	// 4M INCRs is 30 times what the daemon takes before it stops reading
+	// (socket buffers included); a daemon that read them all would have
+	// passed the output limit with 16 MB of unsent replies.
+	const chunk, chunks = 16 << 10, 256
+	batch := incrs(chunk)
+	var werr error
+	sent := 0
+	for range chunks {
+		n, err := c.Write(batch)
+		sent += n
+		if werr = err; err != nil {
+			break
+		}
 	}
-	if !d.waitLog("did not read its replies", 10*time.Second) {
+	switch {
+	case werr == nil:
+		t.Fatalf("wrote %d INCRs without reading and the connection is still open", chunk*chunks)
+	case errors.Is(werr, os.ErrDeadlineExceeded):
+		t.Fatalf("the daemon did not close a connection that read nothing within 2 minutes\n%s", d.log())
+	}
+	if !d.waitLog("did not read its replies", time.Minute) {
 		t.Fatalf("no warning about the client (write error %v)\n%s", werr, d.log())
 	}
 	for _, line := range strings.Split(d.log(), "\n") {
@@ -80,10 +102,22 @@ func TestClientNeverReads(t *testing.T) {
 			t.Fatalf("log line %q: want a warning naming the connection", line)
 		}
 	}
+	// The replies the daemon sent before it closed the connection are
+	// still in the socket: those increments were acknowledged.
+	replies, _ := io.ReadAll(c)
+	acked := int64(bytes.Count(replies, []byte(":1\r\n")))
+	if int64(len(replies)) != 4*acked {
+		t.Fatalf("read %d bytes of replies, %d of them :1; want only :1 replies", len(replies), acked)
+	}
 	if err := client(t, d.socket).Ping(context.Background()).Err(); err != nil {
 		t.Fatalf("PING after the disconnection: %v", err)
 	}
 	if m := httpGet(t, "http://"+d.metricsAddr()+"/metrics"); !strings.Contains(m, `counterd_clients_disconnected_total{reason="write_timeout"} 1`) {
 		t.Fatalf("metrics lack the disconnection:\n%s", m)
+	}
+	flush(t, d.socket)
+	// Counted: at least every acknowledged INCR, at most every one sent.
+	if got, most := total(t, db, "k"), int64(sent/len(incrs(1))); got < acked || got > most {
+		t.Fatalf("counter_totals k: got %d; want between %d acknowledged and %d sent", got, acked, most)
 	}
 }

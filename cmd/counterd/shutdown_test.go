@@ -161,17 +161,29 @@ func TestCleanStopLogsNoError(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
 	d := startDaemon(t, db, "COUNTERD_LOG_LEVEL=info")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	loaded := make(chan struct{})
 	go func() {
 		defer close(loaded)
-		// Errors are expected: the daemon closes the connections.
-		_, _ = loadgen.Run(context.Background(), loadgen.Config{
-			Network: "unix", Addr: d.socket, Clients: 8, Pipeline: 16, Duration: 3 * time.Second,
+		// Errors are expected: the daemon closes the connections. The
+		// duration only bounds the load; the stop ends it.
+		_, _ = loadgen.Run(ctx, loadgen.Config{
+			Network: "unix", Addr: d.socket, Clients: 8, Pipeline: 16, Duration: 2 * time.Minute,
 			Key: func(rng *rand.Rand, _, _ int) string { return "post:" + strconv.Itoa(rng.IntN(1000)) },
 		})
 	}()
-	time.Sleep(time.Second) // let the load run into flush rounds
+	// Stop once the load has run into flush rounds: a round wrote keys.
+	// (A process has no signal for that; its metrics are polled, bounded.)
+	metricsURL := "http://" + d.metricsAddr() + "/metrics"
+	if !poll(time.Minute, func() bool {
+		m := httpGet(t, metricsURL)
+		return strings.Contains(m, "counterd_flush_keys_total ") && !strings.Contains(m, "counterd_flush_keys_total 0\n")
+	}) {
+		t.Fatalf("no round wrote keys within a minute under load\n%s", d.log())
+	}
 	d.stop()
+	cancel()
 	<-loaded
 	for _, line := range strings.Split(d.log(), "\n") {
 		if strings.Contains(line, "level=ERROR") {

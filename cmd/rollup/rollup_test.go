@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"github.com/counterd/counterd/internal/change"
 	"io"
+	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -265,5 +268,54 @@ func TestVersion(t *testing.T) {
 	}
 	if s := string(out); !strings.HasPrefix(s, "rollup ") || strings.Count(s, "\n") != 1 {
 		t.Fatalf("rollup --version: got %q; want one line starting with rollup", s)
+	}
+}
+
+// SIGINT while the scheduler waits for the database at start (Ctrl-C in
+// make run right after the banner) is a clean stop: exit 0, at once. The
+// test's "server" accepts the connection and never answers, so the
+// scheduler is known to be waiting when the signal comes.
+func TestStopWhileWaitingForDatabase(t *testing.T) {
+	t.Parallel()
+	dir, err := os.MkdirTemp("", "rollup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ln, err := net.Listen("unix", filepath.Join(dir, ".s.PGSQL.5432"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cmd := exec.Command(binary)
+	cmd.Env = []string{"DATABASE_URL=postgres://postgres@/counterd?host=" + dir + "&port=5432&sslmode=disable", "ROLLUP_SCHEDULE=@every 1s"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	c, err := ln.Accept() // rollup is in its wait for the database
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-exited:
+		exited <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("exit after SIGINT while waiting for the database: %v; want 0\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		exited <- <-exited // stderr is complete once it exited
+		t.Fatalf("still running 30s after SIGINT\n%s", stderr.String())
 	}
 }

@@ -64,6 +64,12 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	}
 	defer pool.Close()
 	if err := database.Wait(ctx, pool, 10*time.Second); err != nil {
+		if ctx.Err() != nil {
+			// SIGINT or SIGTERM while it waited (Ctrl-C in make run):
+			// nothing had started, so this is a clean stop.
+			log.Info("stopped before the database answered")
+			return nil
+		}
 		return err
 	}
 	// The daemon owns the schema; rollup only needs it to exist.
@@ -78,6 +84,10 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	// A target the catalog does not back is a bad setting: refuse to
 	// start rather than fold into counters alone.
 	if err := tset.Resolve(ctx, pool); err != nil {
+		if ctx.Err() != nil {
+			log.Info("stopped before the first pass")
+			return nil
+		}
 		return usageError{fmt.Errorf("ROLLUP_TARGETS: %w", err)}
 	}
 	for _, t := range tset.Targets() {

@@ -60,7 +60,9 @@ type Options struct {
 // drops it when the test ends.
 func New(tb testing.TB, opts Options) *DB {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Generous: a loaded machine's commits (a migration is eleven) can
+	// take seconds each.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
 	base := opts.URL
@@ -80,15 +82,9 @@ func New(tb testing.TB, opts Options) *DB {
 		tb.Fatalf("create schema: %v", err)
 	}
 	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			tb.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+		if err := dropSchema(ctx, base, schema); err != nil {
 			tb.Errorf("drop schema %s: %v", schema, err)
 		}
 	})

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/counterd/counterd/internal/pgtest"
+)
+
+// output keeps what a process printed and tells waiters when it grows.
+type output struct {
+	mu      sync.Mutex
+	text    strings.Builder
+	changed chan struct{} // closed and replaced at each new line
+	done    chan struct{} // closed at the end of the output
+}
+
+func newOutput(r io.Reader) *output {
+	o := &output{changed: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			o.mu.Lock()
+			o.text.WriteString(sc.Text() + "\n")
+			close(o.changed)
+			o.changed = make(chan struct{})
+			o.mu.Unlock()
+		}
+	}()
+	return o
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.text.String()
+}
+
+// waitFor reports whether the output contains substr within timeout.
+func (o *output) waitFor(substr string, timeout time.Duration) bool {
+	deadline := time.After(timeout)
+	for {
+		o.mu.Lock()
+		found, changed := strings.Contains(o.text.String(), substr), o.changed
+		o.mu.Unlock()
+		if found {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-o.done:
+			return strings.Contains(o.String(), substr)
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+// Ctrl-C in `make run` stops counterd as SIGTERM does: it drains and
+// flushes, so what it acknowledged is in PostgreSQL and not left in the
+// journal; the script removes nothing but what it made, stops everything
+// it started, says "stopped" and exits 0, and make reports no error.
+// Ctrl-C is SIGINT to the whole foreground process group: the script
+// runs in a group of its own here, as a terminal's foreground job does,
+// and the test signals the group. The tee of counterd's log used to die
+// of that SIGINT and take counterd with it (SIGPIPE) before its final
+// flush; the script exited 130.
+func TestRunScriptCtrlC(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(shortDir(t), "bin")
+	if out, err := exec.Command("go", "build", "-o", bin+"/", ".", "../rollup").CombinedOutput(); err != nil {
+		t.Fatalf("build counterd and rollup: %v\n%s", err, out)
+	}
+	f := func(name string, argv ...string) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := pgtest.New(t, pgtest.Options{NoMigrate: true})
+			dir := shortDir(t)
+			socket, journal := filepath.Join(dir, "run", "c.sock"), filepath.Join(dir, "journal")
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Dir = "../.."
+			cmd.Env = append(os.Environ(),
+				"DATABASE_URL="+db.URL, "BIN="+bin, "RUN_DIR="+filepath.Join(dir, "run"),
+				"COUNTERD_SOCKET="+socket, "COUNTERD_JOURNAL_DIR="+journal,
+				"COUNTERD_METRICS_ADDR=127.0.0.1:0",
+				"COUNTERD_FLUSH_INTERVAL=1h", // only the stop writes the increments
+			)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stdout, cmd.Stderr = pw, pw
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pw.Close()
+			out := newOutput(pr)
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			// Whatever happens, nothing the script started outlives the test.
+			t.Cleanup(func() {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-out.done
+			})
+			if !out.waitFor("Ctrl-C stops", 3*time.Minute) {
+				t.Fatalf("no banner within 3 minutes:\n%s", out)
+			}
+
+			c, err := net.Dial("unix", socket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(time.Minute))
+			if _, err := c.Write([]byte("INCRBY post:run 7\r\nINCR post:run2\r\n")); err != nil {
+				t.Fatal(err)
+			}
+			r := bufio.NewReader(c)
+			for _, want := range []string{":7\r\n", ":1\r\n"} {
+				if got, err := r.ReadString('\n'); err != nil || got != want {
+					t.Fatalf("reply: got %q, %v; want %q", got, err, want)
+				}
+			}
+
+			if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			var werr error
+			select {
+			case werr = <-exited:
+			case <-time.After(2 * time.Minute):
+				t.Fatalf("still running 2 minutes after Ctrl-C:\n%s", out)
+			}
+			<-out.done
+			text := out.String()
+			var exitErr *exec.ExitError
+			switch {
+			case argv[0] != "make" && werr != nil:
+				t.Errorf("exit after Ctrl-C: %v; want status 0", werr)
+			case argv[0] == "make" && werr != nil && !errors.As(werr, &exitErr):
+				t.Errorf("make: %v", werr)
+			case strings.Contains(text, "make: ***"):
+				// make ends itself with the SIGINT it got, as it should,
+				// but reports an error only when the script failed.
+				t.Errorf("make reports an error for a Ctrl-C")
+			}
+			if !strings.Contains(text, "make run: stopped\n") {
+				t.Errorf("no \"make run: stopped\" line")
+			}
+			if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("socket %s after the stop: %v; want it removed", socket, err)
+			}
+			if err := syscall.Kill(-cmd.Process.Pid, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("processes of the script's group still running after it exited (%v)", err)
+			}
+			for key, want := range map[string]int64{"post:run": 7, "post:run2": 1} {
+				if got := total(t, db, key); got != want {
+					t.Errorf("%s in PostgreSQL after Ctrl-C: got %d; want %d", key, got, want)
+				}
+			}
+			assertJournalEmpty(t, journal)
+			if t.Failed() {
+				t.Logf("output:\n%s", text)
+			}
+		})
+	}
+	f("script", "bash", "scripts/run.sh")
+	if _, err := exec.LookPath("make"); err == nil {
+		f("make", "make", "-s", "run", "BIN="+bin)
+	}
+}
