@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/counterd/counterd/internal/pgtest"
 )
@@ -40,7 +41,8 @@ func TestInputBounded(t *testing.T) {
 		"-NOAUTH Authentication required.\r\n", "-ERR Protocol error: unauthenticated bulk length\r\n")
 	f("AUTH secret\r\n", "*2\r\n$4\r\nECHO\r\n$70000\r\n"+strings.Repeat("a", 70000)+"\r\n",
 		"+OK\r\n", "-ERR Protocol error: too big request (limit 65536 bytes)\r\n")
-	if !strings.Contains(d.log(), "command past COUNTERD_CLIENT_QUERY_BUFFER_LIMIT") {
+	// The reply may reach us before the daemon writes its log line.
+	if !d.waitLog("command past COUNTERD_CLIENT_QUERY_BUFFER_LIMIT", 30*time.Second) {
 		t.Errorf("no warning logged for the command past the limit\n%s", d.log())
 	}
 	d.stop()
