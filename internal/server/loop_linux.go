@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -53,17 +52,6 @@ func (o Options) loopCount() int {
 	}
 	return DefaultLoops()
 }
-
-// DefaultLoops is how many event loops serve connections unless
-// Options.Loops says otherwise: half of GOMAXPROCS, at least one. The
-// other half is left to the flusher, the Go runtime and the processes a
-// sidecar shares its machine with (the app, often PostgreSQL). Measured
-// on 2 cores with redis-benchmark and PostgreSQL on the same machine, one
-// loop took 12–13 µs of CPU per unpipelined INCR and two loops 20–33 µs,
-// and served more requests per second at -P 1 and -P 16 (see the README's
-// Event loops): two loops contending for the core the client leaves each
-// handle fewer events per epoll_wait, and wake each other's threads.
-func DefaultLoops() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
 // startLoops starts Options.Loops loops serving connections under ctx.
 func (s *Server) startLoops(ctx context.Context) (*loops, error) {
@@ -129,13 +117,6 @@ func dupFD(c net.Conn) (int, error) {
 		return -1, fmt.Errorf("non-blocking connection: %w", err)
 	}
 	return fd, nil
-}
-
-// hasFD reports whether c is a socket the loops can serve (net.Pipe, in
-// tests, is not).
-func hasFD(c net.Conn) bool {
-	_, ok := c.(syscall.Conn)
-	return ok
 }
 
 // drain makes every loop answer what it has read and close its
