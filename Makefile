@@ -4,7 +4,7 @@ GO    ?= go
 BIN   := bin
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test bench gobench fuzz pg-start pg-stop pg-destroy clean
+.PHONY: help build run test cross bench gobench fuzz pg-start pg-stop pg-destroy clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -22,6 +22,9 @@ run: build ## start a throwaway PostgreSQL (unless DATABASE_URL is set), counter
 
 test: ## go test -race ./... (and each internal benchmark once) against a throwaway PostgreSQL (or TEST_DATABASE_URL)
 	@scripts/test.sh
+
+cross: ## compile and vet for macOS and FreeBSD (make test does too; Linux-only code lives in _linux.go files)
+	@scripts/cross.sh
 
 bench: ## compare counting patterns, counterd and Redis into results/ (COUNTERBENCH_* settings: bin/counterbench -h)
 	@scripts/bench.sh

@@ -188,7 +188,7 @@ func runScript(t *testing.T, command []string, env []string, script, socket, pre
 	cmd := exec.CommandContext(ctx, command[0], args...)
 	cmd.Env = append(os.Environ(), env...)
 	// If the test binary dies, the script dies with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = diesWithTest(syscall.SysProcAttr{})
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

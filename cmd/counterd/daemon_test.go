@@ -111,7 +111,7 @@ func (d *daemon) launch() bool {
 	d.cmd.Env = d.env
 	d.cmd.Stdout = io.Discard
 	// If the test binary dies (a timeout panic), the daemon dies with it.
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: d.cred}
+	d.cmd.SysProcAttr = diesWithTest(syscall.SysProcAttr{Credential: d.cred})
 	pr, pw := io.Pipe()
 	d.cmd.Stderr = pw
 	d.exited = make(chan struct{})

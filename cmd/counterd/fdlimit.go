@@ -44,8 +44,9 @@ func connLimit(cfg *config.Counterd, loops int, log *slog.Logger) (int, error) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return 0, fmt.Errorf("read the open file limit: %w", err)
 	}
-	if lim.Cur < lim.Max {
-		raised := syscall.Rlimit{Cur: lim.Max, Max: lim.Max}
+	raised := syscall.Rlimit{Cur: lim.Max, Max: lim.Max}
+	adjustFileLimit(&raised)
+	if lim.Cur < raised.Cur {
 		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err != nil {
 			log.Warn("cannot raise the open file limit to its hard limit", "soft", lim.Cur, "hard", lim.Max, "err", err)
 		} else {

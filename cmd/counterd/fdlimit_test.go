@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	sysunix "golang.org/x/sys/unix"
-
 	"github.com/counterd/counterd/internal/pgtest"
 )
 
@@ -131,7 +129,7 @@ func TestDescriptorReserve(t *testing.T) {
 	restore := func() {
 		if !restored {
 			restored = true
-			if err := sysunix.Prlimit(pid, sysunix.RLIMIT_NOFILE, &orig, nil); err != nil {
+			if err := restoreFDLimit(pid, orig); err != nil {
 				t.Errorf("restore the daemon's open file limit: %v", err)
 			}
 		}
@@ -196,19 +194,4 @@ func TestDescriptorReserve(t *testing.T) {
 	}
 	hc.CloseIdleConnections()
 	d.stop()
-}
-
-// lowerFDLimit sets process pid's soft open-file limit to n and returns
-// the limits it had. With n = 3 no descriptor can be opened: 0, 1 and 2
-// are always open, and a new descriptor takes the lowest free number.
-func lowerFDLimit(t *testing.T, pid, n int) sysunix.Rlimit {
-	t.Helper()
-	var orig sysunix.Rlimit
-	if err := sysunix.Prlimit(pid, sysunix.RLIMIT_NOFILE, nil, &orig); err != nil {
-		t.Fatalf("read the daemon's open file limit: %v", err)
-	}
-	if err := sysunix.Prlimit(pid, sysunix.RLIMIT_NOFILE, &sysunix.Rlimit{Cur: uint64(n), Max: orig.Max}, nil); err != nil {
-		t.Fatalf("lower the daemon's open file limit: %v", err)
-	}
-	return orig
 }

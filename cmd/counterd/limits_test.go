@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	sysunix "golang.org/x/sys/unix"
-
 	"github.com/counterd/counterd/internal/pgtest"
 )
 
@@ -59,7 +57,7 @@ func TestAcceptSurvivesFileDescriptorExhaustion(t *testing.T) {
 	}
 	defer c.Close()
 	failed := d.waitLog("too many open files", 30*time.Second)
-	if err := sysunix.Prlimit(pid, sysunix.RLIMIT_NOFILE, &orig, nil); err != nil {
+	if err := restoreFDLimit(pid, orig); err != nil {
 		t.Fatalf("restore the daemon's open file limit: %v", err)
 	}
 	select {

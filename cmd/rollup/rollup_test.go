@@ -135,7 +135,7 @@ func TestScheduleRunsAndStops(t *testing.T) {
 	var stdout strings.Builder // written by exec's copier until Wait returns
 	cmd.Stdout = &stdout
 	// If the test binary dies, the scheduler dies with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = diesWithTest(syscall.SysProcAttr{})
 	// An io.Pipe, not StderrPipe: the scanner may still read while Wait
 	// runs.
 	pr, pw := io.Pipe()

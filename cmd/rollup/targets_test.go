@@ -128,7 +128,7 @@ func TestTargetsExactAcrossKill9(t *testing.T) {
 	// A scheduled rollup folds concurrently with the ones killed.
 	sched := exec.Command(binary)
 	sched.Env = []string{"DATABASE_URL=" + db.URL, "ROLLUP_SCHEDULE=@every 1s", "ROLLUP_CHUNK=200", "ROLLUP_TARGETS=" + spec}
-	sched.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	sched.SysProcAttr = diesWithTest(syscall.SysProcAttr{})
 	var schedLog strings.Builder
 	sched.Stderr = &schedLog
 	if err := sched.Start(); err != nil {
@@ -163,7 +163,7 @@ func TestTargetsExactAcrossKill9(t *testing.T) {
 		app := fmt.Sprintf("victim%d", round)
 		victim := exec.Command(binary, "once")
 		victim.Env = []string{"DATABASE_URL=" + withAppName(t, db.URL, app), "ROLLUP_CHUNK=5", "ROLLUP_TARGETS=" + spec}
-		victim.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		victim.SysProcAttr = diesWithTest(syscall.SysProcAttr{})
 		if err := victim.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -333,7 +333,7 @@ func TestTargetsMissingRowReported(t *testing.T) {
 	}
 	sched := exec.Command(binary)
 	sched.Env = append(env, "ROLLUP_SCHEDULE=@every 1s", "ROLLUP_METRICS_ADDR=127.0.0.1:0")
-	sched.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	sched.SysProcAttr = diesWithTest(syscall.SysProcAttr{})
 	pr, pw := io.Pipe()
 	sched.Stderr = pw
 	if err := sched.Start(); err != nil {

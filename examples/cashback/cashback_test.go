@@ -44,7 +44,7 @@ func startCounterd(t *testing.T, db *pgtest.DB) string {
 	cmd := exec.Command(counterd)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "DATABASE_URL=" + db.URL, "COUNTERD_SOCKET=" + socket,
 		"COUNTERD_JOURNAL_DIR=" + filepath.Join(dir, "journal"), "COUNTERD_METRICS_ADDR=off"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = diesWithTest(syscall.SysProcAttr{})
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -53,6 +53,32 @@ func TestLoadCounterd(t *testing.T) {
 	f([]string{db, "COUNTERD_LOOPS=-1"}, "COUNTERD_LOOPS")
 	f([]string{db, "COUNTERD_LOOPS=257"}, "COUNTERD_LOOPS")
 	f([]string{db, "COUNTERD_LOOPS=4"}, "")
+	f([]string{db, "COUNTERD_IO=goroutines"}, "")
+	f([]string{db, "COUNTERD_IO=threads"}, "COUNTERD_IO")
+	if config.EventLoops {
+		f([]string{db, "COUNTERD_IO=loop"}, "")
+	} else {
+		f([]string{db, "COUNTERD_IO=loop"}, "COUNTERD_IO") // no epoll: refused, not served otherwise
+	}
+}
+
+// COUNTERD_IO defaults to the event loops where the system has them
+// (Linux), else to a goroutine per connection, set or empty alike.
+func TestIODefault(t *testing.T) {
+	t.Parallel()
+	want := "goroutines"
+	if config.EventLoops {
+		want = "loop"
+	}
+	for _, env := range [][]string{nil, {"COUNTERD_IO="}} {
+		c, err := config.Load[config.Counterd](append([]string{"DATABASE_URL=postgres://x/y"}, env...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.IO != want {
+			t.Fatalf("env %v: COUNTERD_IO %q; want %q", env, c.IO, want)
+		}
+	}
 }
 
 func TestDefaults(t *testing.T) {

@@ -110,18 +110,32 @@ type Counterd struct {
 	// 30s: far longer than any healthy client takes to read, short
 	// enough that a stuck one does not hold a connection slot for long.
 	ClientWriteTimeout time.Duration `env:"COUNTERD_CLIENT_WRITE_TIMEOUT" envDefault:"30s" help:"a client that does not take its pending replies within this long is disconnected"`
-	IO                 string        `env:"COUNTERD_IO" envDefault:"loop" help:"how connections are served: loop (event loops, one journal write per loop pass) or goroutines (one per connection)"`
+	IO                 string        `env:"COUNTERD_IO" defaultDoc:"loop (Linux), else goroutines" help:"how connections are served: loop (event loops, one journal write per loop pass; Linux only) or goroutines (one per connection)"`
 	Loops              int           `env:"COUNTERD_LOOPS" envDefault:"0" help:"event loops with COUNTERD_IO=loop (0: half of GOMAXPROCS, at least 1)"`
 	ShutdownTimeout    time.Duration `env:"COUNTERD_SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long connections may take to answer what they already sent (then they are closed), and then how long to keep retrying the final flush"`
 	LogLevel           slog.Level    `env:"COUNTERD_LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
 	LogFormat          string        `env:"COUNTERD_LOG_FORMAT" envDefault:"text" help:"text or json"`
 }
 
-// resolve fills the socket path when COUNTERD_SOCKET is empty.
+// resolve fills the socket path and the I/O mode when COUNTERD_SOCKET or
+// COUNTERD_IO is empty: neither has a static default (the I/O mode's
+// depends on the system).
 func (c *Counterd) resolve(env map[string]string) {
 	if c.Socket == "" {
 		c.Socket = DefaultSocket(env, os.Geteuid())
 	}
+	if c.IO == "" {
+		c.IO = defaultIO()
+	}
+}
+
+// defaultIO is COUNTERD_IO's default on this system: the event loops
+// where there are any (EventLoops), else a goroutine per connection.
+func defaultIO() string {
+	if EventLoops {
+		return "loop"
+	}
+	return "goroutines"
 }
 
 // Validate checks ranges env cannot express.
@@ -131,6 +145,8 @@ func (c *Counterd) Validate() error {
 		return &Error{"COUNTERD_SOCKET", "path longer than the 107 bytes a Unix socket allows"}
 	case c.IO != "goroutines" && c.IO != "loop":
 		return &Error{"COUNTERD_IO", fmt.Sprintf("%q is not goroutines or loop", c.IO)}
+	case c.IO == "loop" && !EventLoops:
+		return &Error{"COUNTERD_IO", "loop needs epoll, which only Linux has; use goroutines"}
 	case c.Loops < 0 || c.Loops > 256:
 		return &Error{"COUNTERD_LOOPS", "must be 0..256"}
 	case c.Ack != "journal" && c.Ack != "commit":

@@ -40,10 +40,11 @@
 // MULTI/EXEC (multi.go) queues commands, checked as they arrive, and EXEC
 // accepts all their increments as one journal record or none of them.
 //
-// With Options.IO "loop" (COUNTERD_IO=loop, the daemon's default)
-// connections are served by event loops instead (loop.go, loop_pass.go;
-// Options.Loops of them, by default half of GOMAXPROCS): each owns an
-// epoll instance, reads every readable connection once per pass
+// With Options.IO "loop" (COUNTERD_IO=loop, the daemon's default on
+// Linux) connections are served by event loops instead (loop_linux.go,
+// loop_pass_linux.go; Options.Loops of them, by default half of
+// GOMAXPROCS): each owns an epoll instance, reads every readable
+// connection once per pass
 // (edge-triggered, a short read means drained, so no read finds nothing),
 // accepts the increments of every connection in the pass with one
 // AddGroup on the loop's own pending.Shard (its own maps, lock and journal
@@ -58,7 +59,11 @@
 // per-connection buffer written on EPOLLOUT; past half of
 // Options.OutputLimit the connection is neither read nor parsed, the
 // outbox's backpressure. A connection without a descriptor (net.Pipe in
-// tests) is served by a goroutine as before.
+// tests) is served by a goroutine as before. The loops need epoll, so
+// only Linux has them, as Redis's ae.c picks its multiplexer per system:
+// elsewhere (macOS; loop_other.go) Serve refuses IO "loop" with an error
+// rather than serve some other way than asked, and the daemon's
+// configuration defaults to goroutines and refuses COUNTERD_IO=loop.
 //
 // The loop is ours, not gnet v2's (github.com/panjf2000/gnet/v2 v2.9.7),
 // for reasons of fit rather than speed: gnet removes the socket path

@@ -30,6 +30,41 @@ func unixServer(t *testing.T, opts Options, setup func(*Server)) string {
 	return path
 }
 
+// loopClient is a client on a real Unix socket, under either I/O mode.
+type loopClient struct {
+	t *testing.T
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dialLoop(t *testing.T, path string) *loopClient {
+	t.Helper()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	return &loopClient{t, c, bufio.NewReader(c)}
+}
+
+func (c *loopClient) send(cmd string) {
+	c.t.Helper()
+	if _, err := c.c.Write([]byte(cmd)); err != nil {
+		c.t.Fatalf("write %q: %v", cmd, err)
+	}
+}
+
+func (c *loopClient) expect(want ...string) {
+	c.t.Helper()
+	for _, w := range want {
+		line, err := c.r.ReadString('\n')
+		if err != nil || line != w {
+			c.t.Fatalf("got %q, %v; want %q", line, err, w)
+		}
+	}
+}
+
 // refusedWith sends in on a new connection (the server may close it
 // before reading it all) and checks the reply is want, then that the
 // connection is closed.
@@ -64,7 +99,7 @@ func bulkArg(n int) string { return fmt.Sprintf("$%d\r\n%s\r\n", n, strings.Repe
 // authenticated the usual limit applies.
 func TestUnauthenticatedInputBounded(t *testing.T) {
 	t.Parallel()
-	for _, io := range []string{IOGoroutines, IOLoop} {
+	for _, io := range ioModes {
 		t.Run(io, func(t *testing.T) {
 			t.Parallel()
 			path := unixServer(t, Options{IO: io, Password: "secret"}, nil)
@@ -92,7 +127,7 @@ func TestUnauthenticatedInputBounded(t *testing.T) {
 // as soon as its header says it is too big; one within it is served.
 func TestQueryLimit(t *testing.T) {
 	t.Parallel()
-	for _, io := range []string{IOGoroutines, IOLoop} {
+	for _, io := range ioModes {
 		t.Run(io, func(t *testing.T) {
 			t.Parallel()
 			path := unixServer(t, Options{IO: io, QueryLimit: 64 << 10}, nil)
@@ -105,53 +140,5 @@ func TestQueryLimit(t *testing.T) {
 			refusedWith(t, path, strings.Repeat("INCR k ", 20000),
 				"-ERR Protocol error: too big inline request (limit 65535 bytes)\r\n")
 		})
-	}
-}
-
-// What a connection grew for a large command or a pipelined burst is
-// given back once it waits for input: its read buffer returns to 4 KiB
-// and its group's room to a few hundred increments. Before, the buffer
-// kept the command's size (up to 1 MiB) while the connection idled.
-func TestConnBuffersGivenBack(t *testing.T) {
-	t.Parallel()
-	type sizes struct{ rd, group, conns int }
-	ask, answer := make(chan struct{}), make(chan sizes)
-	path := unixServer(t, Options{IO: IOLoop, Loops: 1}, func(s *Server) {
-		s.loopHook = func(l *eloop) { // on the loop's goroutine, between passes
-			select {
-			case <-ask:
-			default:
-				return
-			}
-			var z sizes
-			for _, c := range l.conns {
-				z.rd, z.group, z.conns = max(z.rd, c.rd.Cap()), max(z.group, cap(c.sess.group)), z.conns+1
-			}
-			answer <- z
-		}
-	})
-	measure := func() sizes {
-		t.Helper()
-		select {
-		case ask <- struct{}{}: // the loop wakes at least every loopTick
-		case <-time.After(20 * time.Second):
-			t.Fatal("the loop did not run its hook")
-		}
-		return <-answer
-	}
-	c := dialLoop(t, path)
-	big := strings.Repeat("b", 500<<10)
-	c.send(fmt.Sprintf("*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n", len(big), big))
-	c.expect(fmt.Sprintf("$%d\r\n", len(big)), big+"\r\n")
-	c.send(strings.Repeat("INCR k\r\n", 20000))
-	for range 20000 {
-		c.expect(":1\r\n")
-	}
-	// The replies are written before the connection goes idle; the hook
-	// runs at the loop's next wake-up, after that pass.
-	z := measure()
-	if z.conns != 1 || z.rd != readBufSize || z.group > maxKeptGroup {
-		t.Fatalf("idle connection after a 500 KiB command and 20,000 pipelined INCRs: read buffer %d bytes, room for %d increments (%d connections); want %d bytes, at most %d",
-			z.rd, z.group, z.conns, readBufSize, maxKeptGroup)
 	}
 }

@@ -42,7 +42,9 @@ func (j *testJournal) WaitDurable(ctx context.Context, pos journal.Position) err
 // side, and returns everything the server wrote until it closed.
 func converse(t *testing.T, s *Server, in string) string {
 	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	// No SOCK_CLOEXEC (macOS has none): net.FileConn takes close-on-exec
+	// copies and the originals are closed at once.
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

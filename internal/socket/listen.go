@@ -119,7 +119,7 @@ func bind(path string, mode os.FileMode) (*net.UnixListener, error) {
 			return nil, fmt.Errorf("remove stale socket: %w", err)
 		}
 	}
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fd, err := streamSocket()
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", path, os.NewSyscallError("socket", err))
 	}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +18,9 @@ import (
 	"github.com/counterd/counterd/internal/slots"
 )
 
+// ioModes are the Options.IO modes this system serves.
+var ioModes = []string{IOGoroutines, IOLoop}
+
 // loopServer serves buf in loop mode on a real Unix socket.
 func loopServer(t *testing.T, buf *pending.Buffer, opts Options, hook func()) string {
 	t.Helper()
@@ -35,40 +37,6 @@ func loopServer(t *testing.T, buf *pending.Buffer, opts Options, hook func()) st
 	}
 	serve(t, s, ln)
 	return path
-}
-
-type loopClient struct {
-	t *testing.T
-	c net.Conn
-	r *bufio.Reader
-}
-
-func dialLoop(t *testing.T, path string) *loopClient {
-	t.Helper()
-	c, err := net.Dial("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
-	return &loopClient{t, c, bufio.NewReader(c)}
-}
-
-func (c *loopClient) send(cmd string) {
-	c.t.Helper()
-	if _, err := c.c.Write([]byte(cmd)); err != nil {
-		c.t.Fatalf("write %q: %v", cmd, err)
-	}
-}
-
-func (c *loopClient) expect(want ...string) {
-	c.t.Helper()
-	for _, w := range want {
-		line, err := c.r.ReadString('\n')
-		if err != nil || line != w {
-			c.t.Fatalf("got %q, %v; want %q", line, err, w)
-		}
-	}
 }
 
 // countingJournal counts appends: one per loop pass with increments.
@@ -291,4 +259,52 @@ func TestLoopsWithOwnShards(t *testing.T) {
 	g.send("GET k\r\n")
 	total := strconv.Itoa(conns * each * 3)
 	g.expect(fmt.Sprintf("$%d\r\n", len(total)), total+"\r\n")
+}
+
+// What a connection grew for a large command or a pipelined burst is
+// given back once it waits for input: its read buffer returns to 4 KiB
+// and its group's room to a few hundred increments. Before, the buffer
+// kept the command's size (up to 1 MiB) while the connection idled.
+func TestConnBuffersGivenBack(t *testing.T) {
+	t.Parallel()
+	type sizes struct{ rd, group, conns int }
+	ask, answer := make(chan struct{}), make(chan sizes)
+	path := unixServer(t, Options{IO: IOLoop, Loops: 1}, func(s *Server) {
+		s.loopHook = func(l *eloop) { // on the loop's goroutine, between passes
+			select {
+			case <-ask:
+			default:
+				return
+			}
+			var z sizes
+			for _, c := range l.conns {
+				z.rd, z.group, z.conns = max(z.rd, c.rd.Cap()), max(z.group, cap(c.sess.group)), z.conns+1
+			}
+			answer <- z
+		}
+	})
+	measure := func() sizes {
+		t.Helper()
+		select {
+		case ask <- struct{}{}: // the loop wakes at least every loopTick
+		case <-time.After(20 * time.Second):
+			t.Fatal("the loop did not run its hook")
+		}
+		return <-answer
+	}
+	c := dialLoop(t, path)
+	big := strings.Repeat("b", 500<<10)
+	c.send(fmt.Sprintf("*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n", len(big), big))
+	c.expect(fmt.Sprintf("$%d\r\n", len(big)), big+"\r\n")
+	c.send(strings.Repeat("INCR k\r\n", 20000))
+	for range 20000 {
+		c.expect(":1\r\n")
+	}
+	// The replies are written before the connection goes idle; the hook
+	// runs at the loop's next wake-up, after that pass.
+	z := measure()
+	if z.conns != 1 || z.rd != readBufSize || z.group > maxKeptGroup {
+		t.Fatalf("idle connection after a 500 KiB command and 20,000 pipelined INCRs: read buffer %d bytes, room for %d increments (%d connections); want %d bytes, at most %d",
+			z.rd, z.group, z.conns, readBufSize, maxKeptGroup)
+	}
 }
