@@ -146,9 +146,9 @@ func (d *daemon) launch() bool {
 		return true
 	case <-d.exited:
 		return false
-	case <-time.After(30 * time.Second):
+	case <-time.After(2 * time.Minute): // a loaded machine's migrations are slow
 		d.kill()
-		d.t.Fatalf("counterd not ready after 30s\n%s", d.log())
+		d.t.Fatalf("counterd not ready after 2 minutes\n%s", d.log())
 	}
 	return false
 }
