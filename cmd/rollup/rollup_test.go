@@ -289,7 +289,7 @@ func TestStopWhileWaitingForDatabase(t *testing.T) {
 	defer ln.Close()
 	cmd := exec.Command(binary)
 	cmd.Env = []string{"DATABASE_URL=postgres://postgres@/counterd?host=" + dir + "&port=5432&sslmode=disable", "ROLLUP_SCHEDULE=@every 1s"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = diesWithTest(syscall.SysProcAttr{})
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
