@@ -370,3 +370,47 @@ func TestMetricsEndpoints(t *testing.T) {
 		t.Error("the log contains DATABASE_URL")
 	}
 }
+
+// /readyz asked the database only while no round was queued, so a round
+// whose first attempt still waited on an unreachable database (a server
+// that accepts and never answers) left it at 200.
+func TestReadyzWhileFirstRoundWaits(t *testing.T) {
+	t.Parallel()
+	dir := shortDir(t)
+	ln, err := net.Listen("unix", dir+"/.s.PGSQL.5432")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // accept and never answer
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	d := &daemon{t: t, socket: dir + "/s", env: []string{
+		"DATABASE_URL=postgres://u@/x?host=" + dir + "&port=5432&connect_timeout=120",
+		"COUNTERD_SOCKET=" + dir + "/s", "COUNTERD_JOURNAL_DIR=" + dir + "/j",
+		"COUNTERD_METRICS_ADDR=127.0.0.1:0", "COUNTERD_FLUSH_INTERVAL=10ms", "COUNTERD_SHUTDOWN_TIMEOUT=1s",
+	}}
+	d.start()
+	t.Cleanup(d.kill)
+	if err := client(t, d.socket).Incr(context.Background(), "post:1").Err(); err != nil {
+		t.Fatalf("INCR: %v", err)
+	}
+	// Wait until the round is cut and queued behind the silent database.
+	waitFor(t, 2*time.Minute, "a queued round", func() bool {
+		return strings.Contains(httpGet(t, "http://"+d.metricsAddr()+"/metrics"), "counterd_queued_rounds 1")
+	})
+	resp, err := http.Get("http://" + d.metricsAddr() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz while the first round waits on a silent database: %s; want 503", resp.Status)
+	}
+}

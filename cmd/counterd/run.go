@@ -240,9 +240,10 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 				note = fmt.Sprintf("; %d keys have a total beyond int64 (see counter_overflows)", n)
 			}
 			err := buf.Ready()
-			if err == nil && buf.QueuedRounds() == 0 {
-				// Nothing is being written, so no round says whether
-				// writes would succeed: ask the database.
+			if err == nil {
+				// No round has failed, but a round's first attempt may
+				// still be waiting on an unreachable database (and with
+				// nothing queued no round says anything): ask it.
 				if perr := pool.Ping(ctx); perr != nil {
 					err = fmt.Errorf("database unreachable: %w", perr)
 				}
