@@ -92,6 +92,21 @@ func refused(t *testing.T, d *daemon, want string) {
 	}
 }
 
+// liveOriginal starts the daemon the second one is tried against, with a
+// budget b of 200 and 1,000 acknowledged INCR k in its open segment.
+func liveOriginal(t *testing.T) (*pgtest.DB, *daemon, *redis.Client) {
+	t.Helper()
+	db := pgtest.New(t, pgtest.Options{})
+	a := startDaemon(t, db, fenceEnv...)
+	c := client(t, a.socket)
+	ctx := context.Background()
+	if err := c.Do(ctx, "BUDGET", "b", 200).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pipeIncr(t, c, "k", 1000)
+	return db, a, c
+}
+
 // A copy of a live daemon's journal directory (cp -a, a volume snapshot,
 // a cloned VM) holds the original's open segment, under the original's
 // instance and generation. Started against the same database it used to
@@ -101,14 +116,7 @@ func refused(t *testing.T, d *daemon, want string) {
 // original is alive.
 func TestCopiedJournalIsRefused(t *testing.T) {
 	t.Parallel()
-	db := pgtest.New(t, pgtest.Options{})
-	a := startDaemon(t, db, fenceEnv...)
-	c := client(t, a.socket)
-	ctx := context.Background()
-	if err := c.Do(ctx, "BUDGET", "b", 200).Err(); err != nil {
-		t.Fatal(err)
-	}
-	pipeIncr(t, c, "k", 1000)
+	db, a, c := liveOriginal(t)
 	before := takeN(t, a.socket, "b", 20)
 
 	copied := filepath.Join(shortDir(t), "journal")
@@ -142,14 +150,7 @@ func TestCopiedJournalIsRefused(t *testing.T) {
 // directory itself is locked now.
 func TestSecondDaemonInTheSameDirectoryIsRefused(t *testing.T) {
 	t.Parallel()
-	db := pgtest.New(t, pgtest.Options{})
-	a := startDaemon(t, db, fenceEnv...)
-	c := client(t, a.socket)
-	ctx := context.Background()
-	if err := c.Do(ctx, "BUDGET", "b", 200).Err(); err != nil {
-		t.Fatal(err)
-	}
-	pipeIncr(t, c, "k", 1000)
+	db, a, c := liveOriginal(t)
 	granted := takeN(t, a.socket, "b", 20)
 	os.Remove(filepath.Join(a.journal, "LOCK"))
 
