@@ -99,6 +99,7 @@ func (m *Manager) tick(ctx context.Context) {
 	m.unreturned = [2][]int64{}
 	m.mu.Unlock()
 	m.giveBack(ctx, ids, units)
+	m.returnLost(ctx)
 	for _, s := range m.allSeqs() {
 		s.mu.Lock()
 		s.rate = ewma(s.rate, s.taken, m.opts.Interval)
@@ -128,6 +129,40 @@ func (m *Manager) giveBack(ctx context.Context, ids, units []int64) {
 		sum += u
 	}
 	m.m.returnedUnits.Add(int(sum))
+}
+
+// maxLost bounds the requests remembered for returnLost. A lease statement
+// whose reply was lost commits at once or never, so a request still not
+// found after a thousand later ones took nothing.
+const maxLost = 1024
+
+// returnLost finds the leases whose reply never came (the statement's
+// deadline passed while PostgreSQL committed it) and returns them whole:
+// this daemon never knew their ids, so it granted nothing from them.
+// Without it their units stayed leased, renewed with the holder's other
+// leases, until the daemon stopped. A request not found yet is looked
+// for again at the next tick, since its statement may still be running.
+func (m *Manager) returnLost(ctx context.Context) {
+	m.mu.Lock()
+	lost := slices.Clone(m.lost)
+	m.mu.Unlock()
+	if len(lost) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.opts.TTL/3)
+	defer cancel()
+	found, units, err := m.st.ReturnLost(ctx, m.opts.Holder, lost)
+	if err != nil {
+		m.opts.Logger.Warn("return leases whose reply was lost; will retry", "requests", len(lost), "err", err)
+		return
+	}
+	if units > 0 {
+		m.opts.Logger.Info("returned leases whose reply was lost", "leases", len(found), "units", units)
+		m.m.returnedUnits.Add(int(units))
+	}
+	m.mu.Lock()
+	m.lost = slices.DeleteFunc(m.lost, func(r int64) bool { return slices.Contains(found, r) })
+	m.mu.Unlock()
 }
 
 // renew extends this holder's leases, moves their local deadlines, and
@@ -192,7 +227,11 @@ func (m *Manager) Close(ctx context.Context, flushed bool) error {
 		k.mu.Unlock()
 	}
 	ids, units = append(ids, m.unreturned[0]...), append(units, m.unreturned[1]...)
-	return m.st.GiveBack(ctx, ids, units)
+	if err := m.st.GiveBack(ctx, ids, units); err != nil {
+		return err
+	}
+	m.returnLost(ctx)
+	return nil
 }
 
 func (m *Manager) allKeys() []*budgetKey {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +60,9 @@ type Manager struct {
 	// unreturned holds lease ids and units whose return failed, for the
 	// next tick to retry.
 	unreturned [2][]int64
+	// lost holds the requests of leases whose reply never came (see
+	// returnLost), oldest first.
+	lost []int64
 
 	ready atomic.Bool // the journal replay is recorded and old leases returned
 	// keptEarlier says an earlier run's leases were left to expire
@@ -283,13 +287,22 @@ func (m *Manager) prefetch(k *budgetKey, now time.Time) {
 // small to lease makes the key go direct for one interval.
 func (m *Manager) acquire(ctx context.Context, k *budgetKey, w, floor int64) (bool, error) {
 	sent := m.opts.Now()
-	id, size, err := m.st.Lease(ctx, k.name, m.opts.Holder, w, floor, m.opts.TTL)
+	request := rand.Int64()
+	id, size, err := m.st.Lease(ctx, k.name, m.opts.Holder, request, w, floor, m.opts.TTL)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	close(k.fetch)
 	k.fetch = nil
 	switch {
 	case err != nil:
+		// PostgreSQL may have leased and lost only the reply: the next
+		// tick looks for the lease and returns it.
+		m.mu.Lock()
+		m.lost = append(m.lost, request)
+		if len(m.lost) > maxLost {
+			m.lost = m.lost[len(m.lost)-maxLost:]
+		}
+		m.mu.Unlock()
 		return false, err
 	case size == 0:
 		k.low = m.opts.Now().Add(m.opts.Interval)

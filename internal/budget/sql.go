@@ -93,15 +93,17 @@ WITH b AS (
         AND counterd_owner_beat($5, $7)
     RETURNING key, last_lease
 )
-INSERT INTO budget_leases (key, holder, size, leased, expires_at)
-SELECT key, $5, last_lease, last_lease, now() + $6::bigint * interval '1 millisecond' FROM b
+INSERT INTO budget_leases (key, holder, size, leased, expires_at, request)
+SELECT key, $5, last_lease, last_lease, now() + $6::bigint * interval '1 millisecond', $8 FROM b
 RETURNING id, size`
 
 // Lease leases up to w units of key (at least floor) to holder for ttl
 // and returns the lease id and size, or size 0 when the remainder is too
-// small or another run owns holder's instance.
-func (s *Store) Lease(ctx context.Context, key, holder string, w, floor int64, ttl time.Duration) (id, size int64, err error) {
-	err = s.pool.QueryRow(ctx, leaseSQL, key, w, int64(shareDivisor), floor, holder, ttl.Milliseconds(), s.Generation).Scan(&id, &size)
+// small or another run owns holder's instance. request is a number the
+// holder picked for this call: if the reply is lost, ReturnLost finds the
+// lease by it.
+func (s *Store) Lease(ctx context.Context, key, holder string, request, w, floor int64, ttl time.Duration) (id, size int64, err error) {
+	err = s.pool.QueryRow(ctx, leaseSQL, key, w, int64(shareDivisor), floor, holder, ttl.Milliseconds(), s.Generation, request).Scan(&id, &size)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, 0, nil
 	}
@@ -143,6 +145,40 @@ func (s *Store) GiveBack(ctx context.Context, ids, units []int64) error {
 		_, err := s.pool.Exec(ctx, giveBackSQL, ids, units)
 		return err
 	}, "return leased units")
+}
+
+// lostSQL returns whole every lease holder $1 took by one of the requests
+// $2 whose reply it never got, and reports those requests. The holder
+// never knew these leases' ids, so it granted nothing from them, and
+// giving back all they leased is exact; returned names the total, so a
+// retry returns nothing twice.
+const lostSQL = `
+WITH o AS (
+    SELECT id, leased - returned AS n FROM budget_leases
+    WHERE holder = $1 AND request = ANY($2::bigint[]) AND returned < leased
+    FOR UPDATE
+), r AS (
+    UPDATE budget_leases l SET size = l.size - o.n, returned = l.returned + o.n
+    FROM o WHERE l.id = o.id
+    RETURNING l.key, l.forfeited, o.n
+), s AS (
+    SELECT key, coalesce(sum(n) FILTER (WHERE NOT forfeited), 0) AS l, coalesce(sum(n) FILTER (WHERE forfeited), 0) AS f
+    FROM r GROUP BY key
+), u AS (
+    UPDATE budgets b SET leased = b.leased - s.l, forfeited = b.forfeited - s.f FROM s WHERE b.key = s.key
+)
+SELECT array(SELECT request FROM budget_leases WHERE holder = $1 AND request = ANY($2::bigint[])),
+    (SELECT coalesce(sum(n), 0)::bigint FROM r)`
+
+// ReturnLost returns the leases holder took by requests whose replies
+// were lost, and reports which of requests have a lease (returned now or
+// before). A request not found may have taken nothing, or its statement
+// may still be running.
+func (s *Store) ReturnLost(ctx context.Context, holder string, requests []int64) (found []int64, units int64, err error) {
+	err = retry(ctx, func() error {
+		return s.pool.QueryRow(ctx, lostSQL, holder, requests).Scan(&found, &units)
+	}, "return leases whose reply was lost")
+	return found, units, err
 }
 
 // reclaimSQL deletes every lease of holder $1 and returns its whole size.

@@ -64,7 +64,7 @@ func TestLeaseSQLMatchesGrantable(t *testing.T) {
 		if _, err := st.Add(ctx, key, tc.remaining); err != nil {
 			t.Fatal(err)
 		}
-		_, size, err := st.Lease(ctx, key, "h", tc.w, tc.floor, time.Minute)
+		_, size, err := st.Lease(ctx, key, "h", 0, tc.w, tc.floor, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestStatementsKeepTheInvariant(t *testing.T) {
 	if _, err := st.Add(ctx, "gift", 1000); err != nil {
 		t.Fatal(err)
 	}
-	l1, size, err := st.Lease(ctx, "gift", "holder-a", 100, 4, time.Minute)
+	l1, size, err := st.Lease(ctx, "gift", "holder-a", 0, 100, 4, time.Minute)
 	if err != nil || size != 100 {
 		t.Fatalf("lease: %d, %v", size, err)
 	}
@@ -135,7 +135,7 @@ func TestStatementsKeepTheInvariant(t *testing.T) {
 	}
 	step("20 taken directly", Totals{Remaining: 900, Granted: 50, Leased: 50})
 
-	l2, _, err := st.Lease(ctx, "gift", "holder-b", 40, 4, 0) // expires at once
+	l2, _, err := st.Lease(ctx, "gift", "holder-b", 0, 40, 4, 0) // expires at once
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestStatementsKeepTheInvariant(t *testing.T) {
 	if ok, err := st.Take(ctx, "gift", 1); err != nil || ok {
 		t.Errorf("direct take from an empty remainder: %v, %v; want refused", ok, err)
 	}
-	if _, size, err := st.Lease(ctx, "gift", "holder-a", 100, 1, time.Minute); err != nil || size != 0 {
+	if _, size, err := st.Lease(ctx, "gift", "holder-a", 0, 100, 1, time.Minute); err != nil || size != 0 {
 		t.Errorf("lease from an empty remainder: %d, %v; want none", size, err)
 	}
 	if _, err := st.Add(ctx, "nothing", -1); !errors.Is(err, ErrBelowGranted) {

@@ -1,0 +1,152 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/pgtest"
+)
+
+// holdConn is a connection to PostgreSQL whose replies the test can hold
+// back: while held, a Read waits until pgx gives up on it (sets a
+// deadline, as it does when a context ends) and then fails, leaving the
+// reply unread. The statement itself runs and commits in PostgreSQL.
+type holdConn struct {
+	net.Conn
+	held     *atomic.Bool
+	mu       sync.Mutex
+	deadline chan struct{}
+}
+
+func (c *holdConn) Read(b []byte) (int, error) {
+	if c.held.Load() {
+		c.mu.Lock()
+		ch := c.deadline
+		c.mu.Unlock()
+		<-ch
+		return 0, os.ErrDeadlineExceeded
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *holdConn) SetDeadline(t time.Time) error     { c.gaveUp(t); return c.Conn.SetDeadline(t) }
+func (c *holdConn) SetReadDeadline(t time.Time) error { c.gaveUp(t); return c.Conn.SetReadDeadline(t) }
+
+func (c *holdConn) gaveUp(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.deadline:
+	default:
+		close(c.deadline)
+	}
+}
+
+// A lease whose reply was lost (PostgreSQL committed it, the daemon's
+// statement gave up first) is found by its request and returned whole,
+// so its units are sold again while the daemon runs. Before, the holder
+// renewed the orphan with its other leases until it stopped, and a budget
+// of 20,000 stayed short by that lease on a loaded machine.
+func TestLeaseWithLostReplyIsReturned(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	ctx := context.Background()
+
+	held := new(atomic.Bool)
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	// One round trip per statement, so holding a reply holds the lease's
+	// result and not a prepare before it.
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	dial := cfg.ConnConfig.DialFunc
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &holdConn{Conn: c, held: held, deadline: make(chan struct{})}, nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := pool.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	st := NewStore(pool)
+	m := New(st, Options{
+		Holder:   "h1",
+		TTL:      time.Minute,
+		Interval: 20 * time.Millisecond,
+		Record: func(change.Change) (func(context.Context) error, error) {
+			return nil, errors.New("no grant is expected from a lease whose reply was lost")
+		},
+		Replayed: func(context.Context) error { return nil },
+	})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { m.Run(runCtx); close(done) }()
+	defer func() { stop(); <-done }()
+	for !m.Ready() {
+		time.Sleep(time.Millisecond) // recovery is one statement
+	}
+	if _, err := NewStore(db.Pool).Add(ctx, "gift", 1000); err != nil {
+		t.Fatal(err)
+	}
+
+	// TAKE needs a lease; its reply is held until the lease is in the
+	// table, then TAKE's context ends: the reply is lost.
+	held.Store(true)
+	takeCtx, giveUp := context.WithCancel(ctx)
+	taken := make(chan error, 1)
+	go func() {
+		_, err := m.Take(takeCtx, "gift", 1)
+		taken <- err
+	}()
+	waitFor(t, "the lease to be committed", func() bool {
+		var n int
+		err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM budget_leases WHERE holder = 'h1'`).Scan(&n)
+		return err == nil && n == 1
+	})
+	giveUp()
+	if err := <-taken; !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("TAKE whose lease reply was lost: %v; want ErrUnavailable", err)
+	}
+	held.Store(false)
+
+	waitFor(t, "the lost lease to be returned", func() bool {
+		tot, err := NewStore(db.Pool).Read(ctx, "gift")
+		return err == nil && tot == (Totals{Remaining: 1000, Total: 1000})
+	})
+	checkInvariant(t, db)
+}
+
+// waitFor polls cond for up to a minute (a loaded machine is slow; the
+// condition, not the time, decides).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
