@@ -112,7 +112,8 @@ func TestCrashBetweenTakeAndTransferUnderSpends(t *testing.T) {
 	}
 
 	// Sixteen payers pay until the budget says no.
-	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: socket, Protocol: 2, DisableIdentity: true, MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: socket, Protocol: 2, DisableIdentity: true, MaxRetries: -1,
+		ReadTimeout: 30 * time.Second})
 	defer rdb.Close()
 	s := &Service{DB: db.Pool, Counterd: rdb}
 	var (

@@ -28,6 +28,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -53,7 +54,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	defer pool.Close()
 	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: getenv("COUNTERD_SOCKET"), Protocol: 2,
-		DisableIdentity: true, MaxRetries: -1}) // a TAKE resent after a lost reply could be granted twice
+		// A TAKE resent after a lost reply could be granted twice, and a
+		// reply given up on is a grant under-spent: never retry, and wait
+		// long for a busy machine.
+		DisableIdentity: true, MaxRetries: -1, ReadTimeout: 30 * time.Second})
 	defer rdb.Close()
 	s := &Service{DB: pool, Counterd: rdb}
 	if getenv("CASHBACK_CRASH_AFTER_TAKE") == "1" {
