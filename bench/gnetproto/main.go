@@ -1,5 +1,5 @@
 // Command gnetproto is a throwaway comparison prototype: counterd's accept
-// path (journal, pending.Buffer shards, flusher, slots store) served by
+// path (journal, pending.Buffer shards, flusher, slots st) served by
 // gnet v2 instead of counterd's own epoll loop (internal/server/loop.go),
 // so the two can be measured side by side with redis-benchmark
 // (measure.sh). It answers INCR, PING, CONFIG (empty, for redis-benchmark)
@@ -41,6 +41,7 @@ import (
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/resp"
 	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 	"github.com/counterd/counterd/internal/windows"
 )
 
@@ -124,7 +125,7 @@ func run() error {
 	}
 
 	win, _ := windows.Parse("") // COUNTERD_WINDOWS default: none
-	store, err := slots.New(pool, slots.Options{Slots: slotsPerKey, Writers: writers, Retention: win.Retention})
+	st, err := slots.New(pool, slots.Options{Slots: slotsPerKey, Writers: writers, Retention: win.Retention})
 	if err != nil {
 		return err
 	}
@@ -142,13 +143,13 @@ func run() error {
 			continue
 		}
 		rec = append(rec, pending.Recovered{
-			ID:      slots.BatchID{Identity: slots.Identity{Instance: jr.InstanceID(), Generation: seg.Generation}, Seq: seg.Seq},
+			ID:      store.BatchID{Identity: store.Identity{Instance: jr.InstanceID(), Generation: seg.Generation}, Seq: seg.Seq},
 			Changes: seg.Changes,
 		})
 	}
-	buf := pending.New(store, pending.Options{
+	buf := pending.New(st, pending.Options{
 		Journal:        jr,
-		Identity:       slots.Identity{Instance: jr.InstanceID(), Generation: jr.Generation()},
+		Identity:       store.Identity{Instance: jr.InstanceID(), Generation: jr.Generation()},
 		Recovered:      rec,
 		Interval:       interval,
 		IntervalMax:    intervalMax,

@@ -14,7 +14,7 @@ import (
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/owner"
 	"github.com/counterd/counterd/internal/pending"
-	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 )
 
 // ownership binds the journal to its database and claims its instance
@@ -38,7 +38,7 @@ type ownership struct {
 // journal.
 func permanent(err error) bool {
 	return errors.Is(err, owner.ErrInUse) || errors.Is(err, owner.ErrFenced) ||
-		errors.Is(err, owner.ErrOtherDatabase) || errors.Is(err, slots.ErrFenced)
+		errors.Is(err, owner.ErrOtherDatabase) || errors.Is(err, store.ErrFenced)
 }
 
 // claim binds and claims (once; the flusher calls it until it succeeds).

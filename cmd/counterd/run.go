@@ -26,6 +26,7 @@ import (
 	"github.com/counterd/counterd/internal/server"
 	"github.com/counterd/counterd/internal/slots"
 	"github.com/counterd/counterd/internal/socket"
+	"github.com/counterd/counterd/internal/store"
 	"github.com/counterd/counterd/internal/version"
 	"github.com/counterd/counterd/internal/windows"
 )
@@ -123,7 +124,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	if keyTTL != nil {
 		storeOpts.KeyTTL = keyTTL.TTL // nil otherwise: rounds skip the check
 	}
-	store, err := slots.New(pool, storeOpts)
+	st, err := slots.New(pool, storeOpts)
 	if err != nil {
 		return err
 	}
@@ -196,9 +197,9 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	}
 	if jr != nil {
 		opts.Journal = jr // a nil *Journal would be a non-nil interface
-		opts.Identity = slots.Identity{Instance: jr.InstanceID(), Generation: jr.Generation()}
+		opts.Identity = store.Identity{Instance: jr.InstanceID(), Generation: jr.Generation()}
 	}
-	buf := pending.New(store, opts)
+	buf := pending.New(st, opts)
 	sample, err := glob.Parse(cfg.SampleKeys)
 	if err != nil {
 		return fmt.Errorf("BUG: COUNTERD_SAMPLE_KEYS passed validation: %w", err)
@@ -325,8 +326,8 @@ func recoveredRounds(jr *journal.Journal, segs []journal.Segment) []pending.Reco
 
 // segmentID is the identity of the round a segment holds: this journal's
 // instance, and the generation of the run that wrote the segment.
-func segmentID(jr *journal.Journal, seg journal.Segment) slots.BatchID {
-	return slots.BatchID{Identity: slots.Identity{Instance: jr.InstanceID(), Generation: seg.Generation}, Seq: seg.Seq}
+func segmentID(jr *journal.Journal, seg journal.Segment) store.BatchID {
+	return store.BatchID{Identity: store.Identity{Instance: jr.InstanceID(), Generation: seg.Generation}, Seq: seg.Seq}
 }
 
 func journalBytes(jr *journal.Journal) int64 {

@@ -22,6 +22,7 @@ import (
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/proctest"
 	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 )
 
 const (
@@ -63,7 +64,7 @@ func TestTargetsExactAcrossKill9(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	store, err := slots.New(db.Pool, slots.Options{})
+	st, err := slots.New(db.Pool, slots.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestTargetsExactAcrossKill9(t *testing.T) {
 	for w := range targetWriters {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 12))
-			id := slots.Identity{Instance: fmt.Sprintf("w%d", w)}
+			id := store.Identity{Instance: fmt.Sprintf("w%d", w)}
 			for seq := uint64(1); ; seq++ {
 				select {
 				case <-stop:
@@ -103,7 +104,7 @@ func TestTargetsExactAcrossKill9(t *testing.T) {
 				}
 				var err error
 				for range 20 {
-					if _, err = store.ApplyOnce(ctx, slots.BatchID{Identity: id, Seq: seq}, batch); err == nil {
+					if _, err = st.ApplyOnce(ctx, store.BatchID{Identity: id, Seq: seq}, batch); err == nil {
 						break
 					}
 				}

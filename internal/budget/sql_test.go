@@ -9,6 +9,7 @@ import (
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 )
 
 // checkInvariant fails unless every budget keeps granted + leased +
@@ -90,18 +91,18 @@ func TestStatementsKeepTheInvariant(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	id := slots.Identity{Instance: "holder-a", Generation: "g1"}
+	id := store.Identity{Instance: "holder-a", Generation: "g1"}
 	seq := uint64(0)
 	record := func(lease, n int64) {
 		t.Helper()
 		seq++
 		batch := []change.Change{{Key: "gift", Kind: change.Grant, Bucket: lease, Delta: n}, {Key: "views", Kind: change.Total, Delta: 1}}
-		if _, err := ss.ApplyOnce(ctx, slots.BatchID{Identity: id, Seq: seq}, batch); err != nil {
+		if _, err := ss.ApplyOnce(ctx, store.BatchID{Identity: id, Seq: seq}, batch); err != nil {
 			t.Fatal(err)
 		}
 		// The same round again (a retry, or a replay after a crash) is
 		// recorded once.
-		if _, err := ss.ApplyOnce(ctx, slots.BatchID{Identity: id, Seq: seq}, batch); err != nil {
+		if _, err := ss.ApplyOnce(ctx, store.BatchID{Identity: id, Seq: seq}, batch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -144,8 +145,8 @@ func TestStatementsKeepTheInvariant(t *testing.T) {
 		t.Fatal(err)
 	}
 	step("b's lease forfeited", Totals{Remaining: 860, Granted: 50, Leased: 50, Forfeited: 40})
-	idB := slots.Identity{Instance: "holder-b", Generation: "g1"}
-	if _, err := ss.ApplyOnce(ctx, slots.BatchID{Identity: idB, Seq: 1}, []change.Change{{Key: "gift", Kind: change.Grant, Bucket: l2, Delta: 15}}); err != nil {
+	idB := store.Identity{Instance: "holder-b", Generation: "g1"}
+	if _, err := ss.ApplyOnce(ctx, store.BatchID{Identity: idB, Seq: 1}, []change.Change{{Key: "gift", Kind: change.Grant, Bucket: l2, Delta: 15}}); err != nil {
 		t.Fatal(err)
 	}
 	step("b's late grant of 15", Totals{Remaining: 860, Granted: 65, Leased: 50, Forfeited: 25})

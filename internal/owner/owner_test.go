@@ -13,6 +13,7 @@ import (
 	"github.com/counterd/counterd/internal/owner"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 )
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -73,7 +74,7 @@ func TestTakeoverFencesTheOldOwner(t *testing.T) {
 	db := pgtest.New(t, pgtest.Options{})
 	const ttl = 600 * time.Millisecond
 	ctx := context.Background()
-	store, err := slots.New(db.Pool, slots.Options{})
+	st, err := slots.New(db.Pool, slots.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +82,9 @@ func TestTakeoverFencesTheOldOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mine := slots.BatchID{Identity: slots.Identity{Instance: "i", Generation: "g1"}, Seq: 1}
+	mine := store.BatchID{Identity: store.Identity{Instance: "i", Generation: "g1"}, Seq: 1}
 	one := change.Change{Key: "k", Kind: change.Total, Delta: 1}
-	if _, err := store.ApplyOnce(ctx, mine, []change.Change{one}); err != nil {
+	if _, err := st.ApplyOnce(ctx, mine, []change.Change{one}); err != nil {
 		t.Fatalf("the owner's own round: %v", err)
 	}
 	// The old owner stops heartbeating (it is cut off); another directory
@@ -96,12 +97,12 @@ func TestTakeoverFencesTheOldOwner(t *testing.T) {
 		t.Error("Elsewhere() = false after taking over from a stale owner in another directory")
 	}
 	mine.Seq = 2
-	_, err = store.ApplyOnce(ctx, mine, []change.Change{one})
-	if !errors.Is(err, slots.ErrFenced) {
+	_, err = st.ApplyOnce(ctx, mine, []change.Change{one})
+	if !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("old owner's round after the takeover: got %v; want ErrFenced", err)
 	}
-	theirs := slots.BatchID{Identity: slots.Identity{Instance: "i", Generation: "g2"}, Seq: 1}
-	if _, err := store.ApplyOnce(ctx, theirs, []change.Change{one}); err != nil {
+	theirs := store.BatchID{Identity: store.Identity{Instance: "i", Generation: "g2"}, Seq: 1}
+	if _, err := st.ApplyOnce(ctx, theirs, []change.Change{one}); err != nil {
 		t.Fatalf("the new owner's round: %v", err)
 	}
 	if got := total(t, db, "k"); got != 2 {
@@ -118,7 +119,7 @@ func TestTakeoverFencesTheOldOwner(t *testing.T) {
 func TestAdoptedGenerationsAreWritable(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
-	store, err := slots.New(db.Pool, slots.Options{})
+	st, err := slots.New(db.Pool, slots.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,13 +131,13 @@ func TestAdoptedGenerationsAreWritable(t *testing.T) {
 	ctx := context.Background()
 	one := []change.Change{{Key: "k", Kind: change.Total, Delta: 1}}
 	for _, gen := range []string{"g1", "g2", ""} {
-		id := slots.BatchID{Identity: slots.Identity{Instance: "i", Generation: gen}, Seq: 1}
-		if _, err := store.ApplyOnce(ctx, id, one); err != nil {
+		id := store.BatchID{Identity: store.Identity{Instance: "i", Generation: gen}, Seq: 1}
+		if _, err := st.ApplyOnce(ctx, id, one); err != nil {
 			t.Errorf("generation %q: %v", gen, err)
 		}
 	}
-	id := slots.BatchID{Identity: slots.Identity{Instance: "i", Generation: "g0"}, Seq: 1}
-	if _, err := store.ApplyOnce(ctx, id, one); !errors.Is(err, slots.ErrFenced) {
+	id := store.BatchID{Identity: store.Identity{Instance: "i", Generation: "g0"}, Seq: 1}
+	if _, err := st.ApplyOnce(ctx, id, one); !errors.Is(err, store.ErrFenced) {
 		t.Errorf("generation g0, neither the owner's nor adopted: got %v; want ErrFenced", err)
 	}
 }
@@ -176,7 +177,7 @@ func TestPruneRemovesIdleClaims(t *testing.T) {
 	if _, err := acquire(t, db, run("g1", "d1"), time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	store, err := slots.New(db.Pool, slots.Options{})
+	st, err := slots.New(db.Pool, slots.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,10 +189,10 @@ func TestPruneRemovesIdleClaims(t *testing.T) {
 		}
 		return n
 	}
-	if _, err := store.PruneInstances(ctx, time.Now().Add(-time.Hour)); err != nil || count() != 1 {
+	if _, err := st.PruneInstances(ctx, time.Now().Add(-time.Hour)); err != nil || count() != 1 {
 		t.Fatalf("prune before the heartbeat: %v; %d claims left, want 1", err, count())
 	}
-	if _, err := store.PruneInstances(ctx, time.Now().Add(time.Hour)); err != nil || count() != 0 {
+	if _, err := st.PruneInstances(ctx, time.Now().Add(time.Hour)); err != nil || count() != 0 {
 		t.Fatalf("prune after the heartbeat: %v; %d claims left, want 0", err, count())
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
-	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 	"github.com/counterd/counterd/internal/windows"
 )
 
@@ -37,7 +37,7 @@ type Journal interface {
 // shards (see shard.go).
 type Accumulator struct {
 	jr Journal
-	id slots.Identity
+	id store.Identity
 
 	// shards hold the accumulating round; shard 0 is shared by callers
 	// without a shard of their own. A shard's lock orders "check,
@@ -232,7 +232,7 @@ func (a *Accumulator) Cut() (bool, error) {
 		seq = a.nextSeq
 		a.nextSeq++
 	}
-	r := &round{id: slots.BatchID{Identity: a.id, Seq: seq}, parts: make(parts, len(a.shards))}
+	r := &round{id: store.BatchID{Identity: a.id, Seq: seq}, parts: make(parts, len(a.shards))}
 	for i, s := range a.shards {
 		r.parts[i] = s.cells
 		s.cells = newCells(presize(len(s.cells.totals)))

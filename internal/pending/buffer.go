@@ -12,7 +12,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/counterd/counterd/internal/change"
-	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 	"github.com/counterd/counterd/internal/windows"
 )
 
@@ -24,7 +24,7 @@ type Options struct {
 	Journal Journal
 	// Identity names this run's rounds in the store. Without a journal
 	// the zero value means a fresh random identity per Buffer.
-	Identity slots.Identity
+	Identity store.Identity
 	// Recovered are rounds replayed from the journal, oldest first; they
 	// are written before anything new.
 	Recovered []Recovered
@@ -77,7 +77,7 @@ type Buffer struct {
 }
 
 // New returns a Buffer writing to store. Call Run to start flushing.
-func New(store Store, opts Options) *Buffer {
+func New(st store.Store, opts Options) *Buffer {
 	if opts.Interval <= 0 {
 		opts.Interval = 100 * time.Millisecond
 	}
@@ -99,10 +99,10 @@ func New(store Store, opts Options) *Buffer {
 	if opts.Clock == nil {
 		opts.Clock = windows.NewClock(time.Now())
 	}
-	if opts.Identity == (slots.Identity{}) {
-		opts.Identity = slots.Identity{Instance: randomHex(), Generation: randomHex()}
+	if opts.Identity == (store.Identity{}) {
+		opts.Identity = store.Identity{Instance: randomHex(), Generation: randomHex()}
 	}
-	f := &Flusher{store: store, opts: opts, doneCh: make(chan struct{}), kick: make(chan struct{}, 1), stopped: make(chan struct{}),
+	f := &Flusher{store: st, opts: opts, doneCh: make(chan struct{}), kick: make(chan struct{}, 1), stopped: make(chan struct{}),
 		pace: newPacer(opts.Interval, opts.IntervalMax), now: time.Now}
 	a := &Accumulator{
 		jr:         opts.Journal,

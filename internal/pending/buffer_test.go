@@ -24,11 +24,11 @@ func TestMain(m *testing.M) {
 func start(t *testing.T, opts pending.Options) (*pending.Buffer, *slots.Store) {
 	t.Helper()
 	db := pgtest.New(t, pgtest.Options{})
-	store, err := slots.New(db.Pool, slots.Options{Slots: 4})
+	st, err := slots.New(db.Pool, slots.Options{Slots: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := pending.New(store, opts)
+	b := pending.New(st, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- b.Run(ctx, pending.DrainAfter(ctx, 10*time.Second)) }()
@@ -38,12 +38,12 @@ func start(t *testing.T, opts pending.Options) (*pending.Buffer, *slots.Store) {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	return b, store
+	return b, st
 }
 
 func TestFlushCommitsEverythingAccepted(t *testing.T) {
 	t.Parallel()
-	b, store := start(t, pending.Options{Interval: time.Hour})
+	b, st := start(t, pending.Options{Interval: time.Hour})
 	ctx := context.Background()
 	for i := range 100 {
 		if err := b.Add(fmt.Appendf(nil, "k%d", i%10), 2); err != nil {
@@ -56,7 +56,7 @@ func TestFlushCommitsEverythingAccepted(t *testing.T) {
 	if err := b.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got, err := store.Totals(ctx, []string{"k0", "k9"})
+	got, err := st.Totals(ctx, []string{"k0", "k9"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestFlushCommitsEverythingAccepted(t *testing.T) {
 }
 
 // Get is exact while rounds commit underneath it: it never counts a
-// round both in memory and in the store, or in neither.
+// round both in memory and in the st, or in neither.
 func TestGetExactDuringFlushes(t *testing.T) {
 	t.Parallel()
 	b, _ := start(t, pending.Options{Interval: time.Millisecond})
@@ -142,12 +142,12 @@ func TestAddRejects(t *testing.T) {
 func TestFlushTimesOutWhenStoreIsDown(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
-	store, err := slots.New(db.Pool, slots.Options{})
+	st, err := slots.New(db.Pool, slots.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	db.Pool.Close() // every write now fails
-	b := pending.New(store, pending.Options{Interval: time.Hour})
+	b := pending.New(st, pending.Options{Interval: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- b.Run(ctx, pending.DrainAfter(ctx, 100*time.Millisecond)) }()
@@ -157,7 +157,7 @@ func TestFlushTimesOutWhenStoreIsDown(t *testing.T) {
 	fctx, fcancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer fcancel()
 	if err := b.Flush(fctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Flush with the store down: got %v; want a deadline error", err)
+		t.Fatalf("Flush with the st down: got %v; want a deadline error", err)
 	}
 	cancel()
 	if err := <-done; err == nil {

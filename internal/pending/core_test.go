@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/VictoriaMetrics/metrics"
 	"testing"
 	"time"
+
+	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 )
 
 // A group whose journal append fails is refused whole and leaves nothing
@@ -96,12 +98,12 @@ func TestGetExactWithHalfCommittedRound(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	store, err := slots.New(db.Pool, slots.Options{Writers: 2})
+	st, err := slots.New(db.Pool, slots.Options{Writers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	set := metrics.NewSet()
-	b := pending.New(store, pending.Options{Interval: time.Hour, Metrics: set})
+	b := pending.New(st, pending.Options{Interval: time.Hour, Metrics: set})
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- b.Run(rctx, pending.DrainAfter(rctx, 10*time.Second)) }()
@@ -153,7 +155,7 @@ func TestGetExactWithHalfCommittedRound(t *testing.T) {
 			if got[i] != int64(i+1) {
 				bad++
 				if bad < 5 {
-					t.Errorf("%s: %s (lane %d): got %d; want %d", when, keys[i], slots.LaneOf(keys[i]), got[i], i+1)
+					t.Errorf("%s: %s (lane %d): got %d; want %d", when, keys[i], store.LaneOf(keys[i]), got[i], i+1)
 				}
 			}
 		}

@@ -10,16 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/counterd/counterd/internal/change"
-	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 )
-
-// Store is where rounds are written and totals read.
-type Store interface {
-	ApplyOnce(ctx context.Context, id slots.BatchID, batch []change.Change) (slots.ApplyResult, error)
-	Read(ctx context.Context, keys []string, ids []slots.Identity) (slots.Snapshot, error)
-	Overflows(ctx context.Context) (int64, error)
-}
 
 // overflowCheck is how often the flusher counts stored totals beyond
 // int64: often enough for an alert, rare enough to cost nothing.
@@ -28,7 +20,7 @@ const overflowCheck = 10 * time.Second
 // Flusher writes cut rounds to the store, oldest first.
 type Flusher struct {
 	acc   *Accumulator
-	store Store
+	store store.Store
 	opts  Options
 
 	prepared bool      // Prepare has succeeded; Run's goroutine only

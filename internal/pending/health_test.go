@@ -34,8 +34,8 @@ func TestReadyReportsCutFailure(t *testing.T) {
 	inner, _ := openJournal(t)
 	t.Cleanup(func() { inner.Close() })
 	jr := &rotateFailing{Journal: inner}
-	store := &slowStore{now: time.Now()}
-	b := New(store, Options{Journal: jr, Interval: time.Hour})
+	st := &slowStore{now: time.Now()}
+	b := New(st, Options{Journal: jr, Interval: time.Hour})
 	ctx := context.Background()
 	if err := b.Add([]byte("k"), 1); err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestReadyReportsCutFailure(t *testing.T) {
 	if err := b.Ready(); err != nil {
 		t.Fatalf("Ready once a round is cut and written: %v", err)
 	}
-	if len(store.rounds) != 1 || store.rounds[0] != 1 {
-		t.Fatalf("committed rounds: %v; want one of 1 key", store.rounds)
+	if len(st.rounds) != 1 || st.rounds[0] != 1 {
+		t.Fatalf("committed rounds: %v; want one of 1 key", st.rounds)
 	}
 }

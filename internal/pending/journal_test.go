@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/counterd/counterd/internal/journal"
-	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 )
 
 // openJournal opens a journal in a fresh directory, without fsync.
@@ -33,7 +33,7 @@ func replayJournal(t *testing.T, jr *journal.Journal, dir string) []Recovered {
 	var rec []Recovered
 	for _, s := range segs {
 		if len(s.Changes) > 0 {
-			rec = append(rec, Recovered{ID: slots.BatchID{Seq: s.Seq}, Changes: s.Changes})
+			rec = append(rec, Recovered{ID: store.BatchID{Seq: s.Seq}, Changes: s.Changes})
 		}
 	}
 	return rec

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/counterd/counterd/internal/change"
-	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 )
 
 func TestPacer(t *testing.T) {
@@ -62,17 +62,25 @@ type slowStore struct {
 	rounds []int // keys per committed round
 }
 
-func (s *slowStore) ApplyOnce(_ context.Context, _ slots.BatchID, batch []change.Change) (slots.ApplyResult, error) {
+func (s *slowStore) ApplyOnce(_ context.Context, _ store.BatchID, batch []change.Change) (store.ApplyResult, error) {
 	s.now = s.now.Add(time.Duration(len(batch)) * s.perKey)
 	s.rounds = append(s.rounds, len(batch))
-	return slots.ApplyResult{}, nil
+	return store.ApplyResult{}, nil
 }
 
-func (s *slowStore) Read(context.Context, []string, []slots.Identity) (slots.Snapshot, error) {
-	return slots.Snapshot{}, nil
+func (s *slowStore) Read(context.Context, []string, []store.Identity) (store.Snapshot, error) {
+	return store.Snapshot{}, nil
 }
 
 func (s *slowStore) Overflows(context.Context) (int64, error) { return 0, nil }
+
+func (s *slowStore) ReadBuckets(context.Context, string, change.Kind, int64, int64, []store.Identity) (store.BucketSnapshot, error) {
+	return store.BucketSnapshot{}, nil
+}
+
+func (s *slowStore) ReadTop(context.Context, string, change.Kind, int64, int, []string, []store.Identity) (store.TopSnapshot, error) {
+	return store.TopSnapshot{}, nil
+}
 
 // TestPacedRounds drives the flusher the way Run does, on a fake clock: a
 // steady load of 1,000 keys per 100 ms against a store that needs 0.1 ms a
@@ -80,36 +88,36 @@ func (s *slowStore) Overflows(context.Context) (int64, error) { return 0, nil }
 // to the max and stay there; when the store gets fast they shrink back.
 func TestPacedRounds(t *testing.T) {
 	t.Parallel()
-	store := &slowStore{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), perKey: 100 * time.Microsecond}
-	b := New(store, Options{Interval: 100 * time.Millisecond, IntervalMax: time.Second, MaxKeys: 1 << 30})
+	st := &slowStore{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), perKey: 100 * time.Microsecond}
+	b := New(st, Options{Interval: 100 * time.Millisecond, IntervalMax: time.Second, MaxKeys: 1 << 30})
 	f := b.flusher
-	f.now = func() time.Time { return store.now }
+	f.now = func() time.Time { return st.now }
 	ctx := context.Background()
 	key := 0
 	// run accumulates load until the next cut is due, as Run's timer
 	// would, then flushes one paced round and returns its interval.
 	run := func() time.Duration {
-		wait := f.pace.next(f.lastCut, store.now)
+		wait := f.pace.next(f.lastCut, st.now)
 		// Writes run concurrently with accepting: the load during the last
 		// write and the wait both land in the next round.
-		n := int((wait + store.now.Sub(f.lastCut)) / (100 * time.Microsecond))
-		store.now = store.now.Add(wait)
+		n := int((wait + st.now.Sub(f.lastCut)) / (100 * time.Microsecond))
+		st.now = st.now.Add(wait)
 		for range n {
 			key++
 			if err := b.Add(fmt.Appendf(nil, "k%d", key), 1); err != nil {
 				t.Fatal(err)
 			}
 		}
-		before := len(store.rounds)
+		before := len(st.rounds)
 		if err := f.flushAll(ctx, true, true); err != nil {
 			t.Fatal(err)
 		}
-		if got := len(store.rounds) - before; n > 0 && got != 1 {
+		if got := len(st.rounds) - before; n > 0 && got != 1 {
 			t.Fatalf("a paced flush committed %d rounds; want 1", got)
 		}
 		return f.Interval()
 	}
-	f.lastCut = store.now.Add(-100 * time.Millisecond)
+	f.lastCut = st.now.Add(-100 * time.Millisecond)
 	var got []time.Duration
 	for range 6 {
 		got = append(got, run())
@@ -119,9 +127,9 @@ func TestPacedRounds(t *testing.T) {
 		want[i] *= time.Millisecond
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("intervals under a slow store: %v; want %v", got, want)
+		t.Errorf("intervals under a slow st: %v; want %v", got, want)
 	}
-	store.perKey = time.Microsecond // PostgreSQL keeps up again
+	st.perKey = time.Microsecond // PostgreSQL keeps up again
 	got = got[:0]
 	for range 6 {
 		got = append(got, run())
@@ -131,7 +139,7 @@ func TestPacedRounds(t *testing.T) {
 		want[i] *= time.Millisecond
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("intervals once the store is fast: %v; want %v", got, want)
+		t.Errorf("intervals once the st is fast: %v; want %v", got, want)
 	}
 }
 
@@ -144,7 +152,7 @@ func TestKickedEmptyCutKeepsInterval(t *testing.T) {
 	b := New(&slowStore{}, Options{Interval: 100 * time.Millisecond, IntervalMax: time.Second})
 	f := b.flusher
 	for range 3 {
-		f.pace.wrote(time.Second) // a slow store: 100 → 200 → 400 → 800 ms
+		f.pace.wrote(time.Second) // a slow st: 100 → 200 → 400 → 800 ms
 	}
 	grown := f.Interval()
 	if grown <= 100*time.Millisecond {

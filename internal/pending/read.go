@@ -6,7 +6,7 @@ import (
 	"math/big"
 
 	"github.com/counterd/counterd/internal/change"
-	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 )
 
 // Estimate is a counter's total with the variance of its sampled part.
@@ -16,14 +16,14 @@ type Estimate struct {
 	// Expires is when the key expires, in unix milliseconds; 0 for none.
 	Expires int64
 	// Overflow, when not nil, says the total is beyond int64, so Total and
-	// Var mean nothing; it wraps slots.ErrOverflow and names the key and
+	// Var mean nothing; it wraps store.ErrOverflow and names the key and
 	// its total. The key still exists (its total is not 0).
 	Overflow error
 }
 
 // held is one round's delta for one key, as a read found it in memory.
 type held struct {
-	id    slots.BatchID
+	id    store.BatchID
 	n     int64
 	v     float64
 	ident int // index of id.Identity in the read's identity list
@@ -44,7 +44,7 @@ func (b *Buffer) Estimates(ctx context.Context, keys []string) ([]Estimate, erro
 	}
 	out := make([]Estimate, len(keys))
 	for i, key := range keys {
-		lane := slots.LaneOf(key)
+		lane := store.LaneOf(key)
 		e := snap.Estimates[i]
 		sum := e.Wide
 		total, v, expires := e.Total, e.Var, e.Expires
@@ -73,7 +73,7 @@ func (b *Buffer) Estimates(ctx context.Context, keys []string) ([]Estimate, erro
 			sum.Add(sum, big.NewInt(h.n))
 		}
 		if sum != nil && !sum.IsInt64() {
-			out[i] = Estimate{Expires: expires, Overflow: fmt.Errorf("total of %q is %s: %w", key, sum, slots.ErrOverflow)}
+			out[i] = Estimate{Expires: expires, Overflow: fmt.Errorf("total of %q is %s: %w", key, sum, store.ErrOverflow)}
 			continue
 		}
 		if sum != nil {
@@ -106,13 +106,13 @@ func (b *Buffer) Get(ctx context.Context, keys []string) ([]int64, error) {
 // identities involved. It holds every shard's lock, so no round is
 // cut meanwhile: each round is seen exactly once, in the shards or in the
 // queue. It does no I/O.
-func (b *Buffer) inMemory(keys []string) ([][]held, []slots.Identity) {
+func (b *Buffer) inMemory(keys []string) ([][]held, []store.Identity) {
 	a := b.acc
 	a.lockAll()
 	defer a.unlockAll()
 	rounds := b.flusher.queued()
-	ids := []slots.Identity{a.id}
-	index := func(id slots.Identity) int {
+	ids := []store.Identity{a.id}
+	index := func(id store.Identity) int {
 		for i, have := range ids {
 			if have == id {
 				return i
@@ -121,14 +121,14 @@ func (b *Buffer) inMemory(keys []string) ([][]held, []slots.Identity) {
 		ids = append(ids, id)
 		return len(ids) - 1
 	}
-	acc := slots.BatchID{Identity: a.id, Seq: a.seq()}
+	acc := store.BatchID{Identity: a.id, Seq: a.seq()}
 	mem := make([][]held, len(keys))
 	for i, key := range keys {
 		id := change.ID{Key: key, Kind: change.Total}
 		exp := change.ID{Key: key, Kind: change.Expire}
 		// In a round a Set comes before the expiry left in its Expire
 		// cell (an earlier one was cancelled by the Set).
-		add := func(r slots.BatchID, ps parts, ident int) {
+		add := func(r store.BatchID, ps parts, ident int) {
 			if c, ok := ps.get(id); ok {
 				mem[i] = append(mem[i], held{id: r, n: c.n, v: c.v, ident: ident, set: c.set})
 			}

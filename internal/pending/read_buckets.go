@@ -9,24 +9,15 @@ import (
 	"time"
 
 	"github.com/counterd/counterd/internal/change"
-	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 )
-
-// BucketStore is what bucket reads need of the store, beyond Store.
-type BucketStore interface {
-	ReadBuckets(ctx context.Context, key string, k change.Kind, from, to int64, ids []slots.Identity) (slots.BucketSnapshot, error)
-	ReadTop(ctx context.Context, prefix string, k change.Kind, since int64, n int, keys []string, ids []slots.Identity) (slots.TopSnapshot, error)
-}
 
 // Buckets returns key's count in each of the n buckets of kind k that end
 // with the one the accept clock is in now, oldest first: what the store
 // has plus what this daemon holds and the store does not have yet, as
 // Estimates does for totals. It returns the start of the oldest bucket.
 func (b *Buffer) Buckets(ctx context.Context, key string, k change.Kind, n int) (int64, []Estimate, error) {
-	bs, ok := b.flusher.store.(BucketStore)
-	if !ok {
-		return 0, nil, fmt.Errorf("BUG: the store cannot read buckets")
-	}
+	bs := b.flusher.store
 	width := int64(k.Width() / time.Second)
 	from, to := bucketRange(b.Now(), k, n)
 	mem, ids := b.inMemoryBuckets(key, k, from, n)
@@ -34,7 +25,7 @@ func (b *Buffer) Buckets(ctx context.Context, key string, k change.Kind, n int) 
 	if err != nil {
 		return 0, nil, err
 	}
-	lane := slots.LaneOf(key)
+	lane := store.LaneOf(key)
 	sums := make([]*big.Int, n)
 	out := make([]Estimate, n)
 	for _, v := range snap.Buckets {
@@ -59,7 +50,7 @@ func (b *Buffer) Buckets(ctx context.Context, key string, k change.Kind, n int) 
 			continue
 		}
 		if !s.IsInt64() {
-			return 0, nil, fmt.Errorf("bucket %d of %q is %s: %w", from+int64(i)*width, key, s, slots.ErrOverflow)
+			return 0, nil, fmt.Errorf("bucket %d of %q is %s: %w", from+int64(i)*width, key, s, store.ErrOverflow)
 		}
 		out[i].Total = s.Int64()
 	}
@@ -75,16 +66,16 @@ func bucketRange(now time.Time, k change.Kind, n int) (from, to int64) {
 }
 
 // inMemoryBuckets is inMemory for n buckets of one key, from from.
-func (b *Buffer) inMemoryBuckets(key string, k change.Kind, from int64, n int) ([][]held, []slots.Identity) {
+func (b *Buffer) inMemoryBuckets(key string, k change.Kind, from int64, n int) ([][]held, []store.Identity) {
 	width := int64(k.Width() / time.Second)
 	a := b.acc
 	a.lockAll()
 	defer a.unlockAll()
 	rounds := b.flusher.queued()
-	ids := []slots.Identity{a.id}
-	acc := slots.BatchID{Identity: a.id, Seq: a.seq()}
+	ids := []store.Identity{a.id}
+	acc := store.BatchID{Identity: a.id, Seq: a.seq()}
 	mem := make([][]held, n)
-	each := func(fn func(r slots.BatchID, cs cells)) {
+	each := func(fn func(r store.BatchID, cs cells)) {
 		for _, r := range rounds {
 			for _, cs := range r.parts {
 				fn(r.id, cs)
@@ -94,7 +85,7 @@ func (b *Buffer) inMemoryBuckets(key string, k change.Kind, from int64, n int) (
 			fn(acc, cs)
 		}
 	}
-	each(func(rid slots.BatchID, cs cells) {
+	each(func(rid store.BatchID, cs cells) {
 		if len(cs.other) == 0 {
 			return
 		}
@@ -109,7 +100,7 @@ func (b *Buffer) inMemoryBuckets(key string, k change.Kind, from int64, n int) (
 	return mem, ids
 }
 
-func identIndex(ids *[]slots.Identity, id slots.Identity) int {
+func identIndex(ids *[]store.Identity, id store.Identity) int {
 	for i, have := range *ids {
 		if have == id {
 			return i
@@ -120,7 +111,7 @@ func identIndex(ids *[]slots.Identity, id slots.Identity) int {
 }
 
 // KeyTotal is a key's count over a range of buckets.
-type KeyTotal = slots.KeyTotal
+type KeyTotal = store.KeyTotal
 
 // Top returns the n keys starting with prefix with the largest count over
 // the last buckets buckets of kind k (the current one and those before
@@ -129,10 +120,7 @@ type KeyTotal = slots.KeyTotal
 // changes for, so a pending decrement that drops a key out of the store's
 // top n cannot leave a gap.
 func (b *Buffer) Top(ctx context.Context, prefix string, k change.Kind, buckets, n int) ([]KeyTotal, error) {
-	bs, ok := b.flusher.store.(BucketStore)
-	if !ok {
-		return nil, fmt.Errorf("BUG: the store cannot read buckets")
-	}
+	bs := b.flusher.store
 	from, _ := bucketRange(b.Now(), k, buckets)
 	mem, keys, ids := b.inMemoryTop(prefix, k, from)
 	snap, err := bs.ReadTop(ctx, prefix, k, from, n+len(keys), keys, ids)
@@ -145,7 +133,7 @@ func (b *Buffer) Top(ctx context.Context, prefix string, k change.Kind, buckets,
 	}
 	for i, key := range keys {
 		s := big.NewInt(snap.Keys[i])
-		lane := slots.LaneOf(key)
+		lane := store.LaneOf(key)
 		for _, h := range mem[i] {
 			if h.id.Seq > snap.Marks[h.ident][lane] {
 				s.Add(s, big.NewInt(h.n))
@@ -159,7 +147,7 @@ func (b *Buffer) Top(ctx context.Context, prefix string, k change.Kind, buckets,
 			continue // as counter_trending: a round netting to 0 writes nothing
 		}
 		if !s.IsInt64() {
-			return nil, fmt.Errorf("count of %q is %s: %w", key, s, slots.ErrOverflow)
+			return nil, fmt.Errorf("count of %q is %s: %w", key, s, store.ErrOverflow)
 		}
 		out = append(out, KeyTotal{Key: key, Total: s.Int64()})
 	}
@@ -180,18 +168,18 @@ func (b *Buffer) Top(ctx context.Context, prefix string, k change.Kind, buckets,
 // It scans every pending bucket counter under every shard's lock, so
 // its cost follows the pending bucket counters (at most
 // COUNTERD_MAX_PENDING_KEYS).
-func (b *Buffer) inMemoryTop(prefix string, k change.Kind, from int64) ([][]held, []string, []slots.Identity) {
+func (b *Buffer) inMemoryTop(prefix string, k change.Kind, from int64) ([][]held, []string, []store.Identity) {
 	a := b.acc
 	a.lockAll()
 	defer a.unlockAll()
 	rounds := b.flusher.queued()
-	ids := []slots.Identity{a.id}
+	ids := []store.Identity{a.id}
 	index := map[string]int{}
 	var (
 		keys []string
 		mem  [][]held
 	)
-	scan := func(rid slots.BatchID, cs cells) {
+	scan := func(rid store.BatchID, cs cells) {
 		for id, c := range cs.other {
 			if id.Kind != k || id.Bucket < from || !strings.HasPrefix(id.Key, prefix) {
 				continue
@@ -212,7 +200,7 @@ func (b *Buffer) inMemoryTop(prefix string, k change.Kind, from int64) ([][]held
 		}
 	}
 	for _, cs := range a.parts() {
-		scan(slots.BatchID{Identity: a.id, Seq: a.seq()}, cs)
+		scan(store.BatchID{Identity: a.id, Seq: a.seq()}, cs)
 	}
 	return mem, keys, ids
 }

@@ -14,8 +14,8 @@ import (
 // reallocated (after a burst, for good).
 func TestCommittedRoundIsReleased(t *testing.T) {
 	t.Parallel()
-	store := &slowStore{now: time.Now()}
-	b := New(store, Options{Interval: time.Hour})
+	st := &slowStore{now: time.Now()}
+	b := New(st, Options{Interval: time.Hour})
 	var rounds []weak.Pointer[round]
 	for range 3 { // the queue's backing array then has room to spare
 		if err := b.Add([]byte("k"), 1); err != nil {
@@ -30,8 +30,8 @@ func TestCommittedRoundIsReleased(t *testing.T) {
 	if err := b.flusher.flushAll(context.Background(), false, false); err != nil {
 		t.Fatal(err)
 	}
-	if len(store.rounds) != 3 {
-		t.Fatalf("committed %d rounds; want 3", len(store.rounds))
+	if len(st.rounds) != 3 {
+		t.Fatalf("committed %d rounds; want 3", len(st.rounds))
 	}
 	runtime.GC()
 	for i, r := range rounds {
@@ -57,8 +57,8 @@ func (s *trimStore) Trim(context.Context) { s.trims++ }
 // parallel: it measures the process's heap.
 func TestBurstMemoryGivenBack(t *testing.T) {
 	const keys = 200_000
-	store := &trimStore{slowStore: slowStore{now: time.Now()}}
-	b := New(store, Options{Interval: time.Hour, MaxKeys: 1 << 30})
+	st := &trimStore{slowStore: slowStore{now: time.Now()}}
+	b := New(st, Options{Interval: time.Hour, MaxKeys: 1 << 30})
 	ctx := context.Background()
 	names := make([][]byte, keys)
 	for i := range names {
@@ -75,8 +75,8 @@ func TestBurstMemoryGivenBack(t *testing.T) {
 	}
 	grown := liveHeap() - before
 	t.Logf("heap after a burst of %d keys was committed: %+d bytes", keys, grown)
-	if store.trims != 1 {
-		t.Errorf("store trimmed %d times after the burst; want 1", store.trims)
+	if st.trims != 1 {
+		t.Errorf("store trimmed %d times after the burst; want 1", st.trims)
 	}
 	if grown > 2<<20 {
 		t.Errorf("heap grew by %d bytes after a burst of %d keys was committed; want at most 2 MiB", grown, keys)
@@ -88,8 +88,8 @@ func TestBurstMemoryGivenBack(t *testing.T) {
 	if err := b.flusher.flushAll(ctx, false, false); err != nil {
 		t.Fatal(err)
 	}
-	if store.trims != 1 {
-		t.Errorf("store trimmed %d times after a small round; want still 1", store.trims)
+	if st.trims != 1 {
+		t.Errorf("store trimmed %d times after a small round; want still 1", st.trims)
 	}
 	runtime.KeepAlive(b)
 	runtime.KeepAlive(names)

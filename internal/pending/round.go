@@ -6,13 +6,13 @@ import (
 	"strings"
 
 	"github.com/counterd/counterd/internal/change"
-	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 )
 
 // round is one batch on its way to the store. Its maps are not changed
 // once it is cut.
 type round struct {
-	id    slots.BatchID
+	id    store.BatchID
 	parts parts // one per shard
 	// recovered says the round was replayed from the journal of an
 	// earlier run, which may have committed it already.
@@ -75,6 +75,6 @@ func compareID(x, y change.ID) int {
 
 // Recovered is a round replayed from the journal at start.
 type Recovered struct {
-	ID      slots.BatchID
+	ID      store.BatchID
 	Changes []change.Change
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/counterd/counterd/internal/change"
-	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 	"github.com/counterd/counterd/internal/windows"
 )
 
@@ -64,7 +64,7 @@ func TestSetCoalescing(t *testing.T) {
 func testSetCoalescing(t *testing.T, win *windows.Config, in [][]change.Change, want []change.Change) {
 	t.Parallel()
 	jr, dir := openJournal(t)
-	opts := Options{Journal: jr, Identity: slots.Identity{Instance: "i", Generation: "g"}}
+	opts := Options{Journal: jr, Identity: store.Identity{Instance: "i", Generation: "g"}}
 	if win != nil {
 		opts.Windows = win
 		opts.Clock = windows.FuncClock(func() time.Time { return time.Unix(1772359200, 0) })

@@ -10,7 +10,7 @@ import (
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
-	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 )
 
 // failingJournal fails its failAt-th AppendRecord with journal.ErrFull.
@@ -61,7 +61,7 @@ func TestGroupInPiecesJournalFailure(t *testing.T) {
 			jr, _ := openJournal(t)
 			defer jr.Close()
 			b := New(nil, Options{Journal: &failingJournal{Journal: jr, failAt: tc.failAt},
-				Identity: slots.Identity{Instance: "i", Generation: "g"}, Shards: 1, MaxPendingKeys: tc.max})
+				Identity: store.Identity{Instance: "i", Generation: "g"}, Shards: 1, MaxPendingKeys: tc.max})
 			if tc.before != nil {
 				errs := make([]error, len(tc.before))
 				if _, err := b.Shard(0).AddGroup(tc.before, errs); err != nil || errors.Join(errs...) != nil {
@@ -130,7 +130,7 @@ func TestShardsReserveKeysAtOnce(t *testing.T) {
 	defer jr.Close()
 	gj := &gatedJournal{Journal: jr, arrived: make(chan struct{}), release: make(chan struct{})}
 	const limit = 3
-	b := New(nil, Options{Journal: gj, Identity: slots.Identity{Instance: "i", Generation: "g"}, Shards: 2, MaxPendingKeys: limit})
+	b := New(nil, Options{Journal: gj, Identity: store.Identity{Instance: "i", Generation: "g"}, Shards: 2, MaxPendingKeys: limit})
 	group := func(w int) []change.Change {
 		g := make([]change.Change, limit)
 		for i := range g {
@@ -205,7 +205,7 @@ func TestGroupInPiecesAcrossCutWaitsForEverySegment(t *testing.T) {
 	jr, _ := openJournal(t)
 	defer jr.Close()
 	cj := &cutDuringJournal{Journal: jr, cut: make(chan error, 1)}
-	b := New(nil, Options{Journal: cj, Identity: slots.Identity{Instance: "i", Generation: "g"}, Shards: 1})
+	b := New(nil, Options{Journal: cj, Identity: store.Identity{Instance: "i", Generation: "g"}, Shards: 1})
 	cj.b = b
 	g := []change.Change{incr("a", 1), set("b", 5)} // a fast piece, then an exclusive one
 	errs := make([]error, len(g))

@@ -13,7 +13,7 @@ import (
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
-	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 	"github.com/counterd/counterd/internal/windows"
 )
 
@@ -43,7 +43,7 @@ func testShardsMatchOneMap(t *testing.T, seed uint64, win *windows.Config) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	open := func(shards int) (*Buffer, *journal.Journal, string) {
 		jr, dir := openJournal(t)
-		opts := Options{Journal: jr, Identity: slots.Identity{Instance: "i", Generation: "g"}, Shards: shards}
+		opts := Options{Journal: jr, Identity: store.Identity{Instance: "i", Generation: "g"}, Shards: shards}
 		if win != nil {
 			opts.Windows = win
 			opts.Clock = windows.FuncClock(func() time.Time { return time.Unix(1772359200, 0) })
@@ -138,7 +138,7 @@ func testShardsMatchOneMap(t *testing.T, seed uint64, win *windows.Config) {
 func TestShardsConcurrentCuts(t *testing.T) {
 	t.Parallel()
 	jr, dir := openJournal(t)
-	b := New(nil, Options{Journal: jr, Identity: slots.Identity{Instance: "i", Generation: "g"}, Shards: 4})
+	b := New(nil, Options{Journal: jr, Identity: store.Identity{Instance: "i", Generation: "g"}, Shards: 4})
 	const workers, groups = 5, 400
 	var wg sync.WaitGroup
 	for w := range workers {

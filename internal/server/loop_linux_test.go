@@ -15,7 +15,7 @@ import (
 
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/pending"
-	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 )
 
 // ioModes are the Options.IO modes this system serves.
@@ -67,7 +67,7 @@ type gateStore struct {
 	release chan struct{}
 }
 
-func (g gateStore) Read(ctx context.Context, keys []string, ids []slots.Identity) (slots.Snapshot, error) {
+func (g gateStore) Read(ctx context.Context, keys []string, ids []store.Identity) (store.Snapshot, error) {
 	g.reading <- struct{}{}
 	<-g.release
 	return g.emptyStore.Read(ctx, keys, ids)

@@ -11,7 +11,7 @@ import (
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/resp"
-	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 )
 
 // execTx runs the transaction EXEC ends and appends its reply: EXECABORT
@@ -296,7 +296,7 @@ func (s *Server) txReads(ctx context.Context, t *tx, items []change.Change, firs
 // beyondInt64 is the read of key k whose total passed int64 at its
 // position in the transaction.
 func beyondInt64(k string) txRead {
-	err := fmt.Errorf("total of %q at this point of the transaction: %w", k, slots.ErrOverflow)
+	err := fmt.Errorf("total of %q at this point of the transaction: %w", k, store.ErrOverflow)
 	return txRead{Estimate: pending.Estimate{Overflow: err}, err: "ERR read totals: " + err.Error()}
 }
 

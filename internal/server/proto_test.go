@@ -10,7 +10,7 @@ import (
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pending"
-	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 )
 
 // fixedNow is the clock of protocol tests.
@@ -30,15 +30,23 @@ func newTestSession(t *testing.T, password string) *session {
 // emptyStore is a database that holds nothing and accepts every write.
 type emptyStore struct{}
 
-func (emptyStore) ApplyOnce(context.Context, slots.BatchID, []change.Change) (slots.ApplyResult, error) {
-	return slots.ApplyResult{}, nil
+func (emptyStore) ApplyOnce(context.Context, store.BatchID, []change.Change) (store.ApplyResult, error) {
+	return store.ApplyResult{}, nil
 }
 
-func (emptyStore) Read(_ context.Context, keys []string, ids []slots.Identity) (slots.Snapshot, error) {
-	return slots.Snapshot{Estimates: make([]slots.Estimate, len(keys)), Marks: make([]slots.Marks, len(ids))}, nil
+func (emptyStore) Read(_ context.Context, keys []string, ids []store.Identity) (store.Snapshot, error) {
+	return store.Snapshot{Estimates: make([]store.Estimate, len(keys)), Marks: make([]store.Marks, len(ids))}, nil
 }
 
 func (emptyStore) Overflows(context.Context) (int64, error) { return 0, nil }
+
+func (emptyStore) ReadBuckets(context.Context, string, change.Kind, int64, int64, []store.Identity) (store.BucketSnapshot, error) {
+	return store.BucketSnapshot{}, nil
+}
+
+func (emptyStore) ReadTop(context.Context, string, change.Kind, int64, int, []string, []store.Identity) (store.TopSnapshot, error) {
+	return store.TopSnapshot{}, nil
+}
 
 // do runs one command given as words and returns its reply.
 func do(t *testing.T, c *session, words ...string) string {

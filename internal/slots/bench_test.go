@@ -3,11 +3,13 @@ package slots_test
 import (
 	"context"
 	"fmt"
-	"github.com/counterd/counterd/internal/change"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/store"
 
 	"golang.org/x/sync/errgroup"
 
@@ -44,7 +46,7 @@ func BenchmarkApplyOnce(b *testing.B) {
 					batch[j] = change.Change{Kind: change.Total, Key: names[j], Delta: ns[j]}
 				}
 				b.StartTimer()
-				if _, err := s.ApplyOnce(ctx, slots.BatchID{Identity: slots.Identity{Instance: "bench"}, Seq: uint64(i + 1)}, batch); err != nil {
+				if _, err := s.ApplyOnce(ctx, store.BatchID{Identity: store.Identity{Instance: "bench"}, Seq: uint64(i + 1)}, batch); err != nil {
 					b.Fatal(err)
 				}
 				keys += len(batch)

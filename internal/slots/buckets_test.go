@@ -9,6 +9,7 @@ import (
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 )
 
 // retention gives every key 2h of minute buckets and 14 days of hour
@@ -77,7 +78,7 @@ func TestApplyOnceWritesBucketsOnce(t *testing.T) {
 		{Key: "post:1", Kind: change.Hour, Bucket: t0, Delta: 5},
 		{Key: "post:2", Kind: change.Hour, Bucket: t0, Delta: 7, Var: 42},
 	}
-	id := slots.BatchID{Identity: slots.Identity{Instance: "w", Generation: "g"}, Seq: 1}
+	id := store.BatchID{Identity: store.Identity{Instance: "w", Generation: "g"}, Seq: 1}
 	res, err := s.ApplyOnce(ctx, id, slices.Clone(batch))
 	if err != nil {
 		t.Fatal(err)
@@ -114,15 +115,15 @@ func TestApplyOnceWritesBucketsOnce(t *testing.T) {
 		t.Errorf("keep_until of the last minute bucket = %v; want %v", keep, want)
 	}
 
-	snap, err := s.ReadBuckets(ctx, "post:1", change.Minute, t0, t0+3600, []slots.Identity{id.Identity})
+	snap, err := s.ReadBuckets(ctx, "post:1", change.Minute, t0, t0+3600, []store.Identity{id.Identity})
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices.SortFunc(snap.Buckets, func(a, b slots.BucketValue) int { return int(a.Start - b.Start) })
-	if w := []slots.BucketValue{{Start: t0 + 120, Total: 3}, {Start: t0 + 180, Total: 2}}; !slices.Equal(snap.Buckets, w) {
+	slices.SortFunc(snap.Buckets, func(a, b store.BucketValue) int { return int(a.Start - b.Start) })
+	if w := []store.BucketValue{{Start: t0 + 120, Total: 3}, {Start: t0 + 180, Total: 2}}; !slices.Equal(snap.Buckets, w) {
 		t.Errorf("ReadBuckets = %v; want %v", snap.Buckets, w)
 	}
-	if got := snap.Marks[0][slots.LaneOf("post:1")]; got != 1 {
+	if got := snap.Marks[0][store.LaneOf("post:1")]; got != 1 {
 		t.Errorf("watermark of post:1's lane = %d; want 1", got)
 	}
 	var exact bool
@@ -154,7 +155,7 @@ func TestFoldAndExpireBuckets(t *testing.T) {
 			change.Change{Key: key, Kind: change.Hour, Bucket: t0, Delta: int64(i + 1)})
 	}
 	for seq := range 3 {
-		id := slots.BatchID{Identity: slots.Identity{Instance: "f", Generation: "g"}, Seq: uint64(seq + 1)}
+		id := store.BatchID{Identity: store.Identity{Instance: "f", Generation: "g"}, Seq: uint64(seq + 1)}
 		if _, err := s.ApplyOnce(ctx, id, slices.Clone(batch)); err != nil {
 			t.Fatal(err)
 		}

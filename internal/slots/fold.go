@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/counterd/counterd/internal/store"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -244,7 +246,7 @@ func overflow(err error) error {
 	var pgErr *pgconn.PgError
 	var colErr *TargetError // a column's own type overflowed, not a total
 	if errors.As(err, &pgErr) && pgErr.Code == "22003" && !errors.As(err, &colErr) {
-		return fmt.Errorf("%w: %w", ErrOverflow, err)
+		return fmt.Errorf("%w: %w", store.ErrOverflow, err)
 	}
 	return err
 }

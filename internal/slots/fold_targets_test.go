@@ -12,6 +12,7 @@ import (
 
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 	"github.com/counterd/counterd/internal/targets"
 )
 
@@ -137,8 +138,8 @@ func TestFoldTargetOverflowSkipsOnlyItsRow(t *testing.T) {
 	var rowErr *slots.RowError
 	var tgErr *slots.TargetError
 	if !errors.As(err, &rowErr) || rowErr.Key != "post:2:likes" || rowErr.Slot != 1 || !errors.As(err, &tgErr) ||
-		!strings.Contains(err.Error(), "out of range") || errors.Is(err, slots.ErrOverflow) {
-		t.Fatalf("Fold: %v; want a RowError for post:2:likes slot 1 from the target, out of range (not ErrOverflow)", err)
+		!strings.Contains(err.Error(), "out of range") || errors.Is(err, store.ErrOverflow) {
+		t.Fatalf("Fold: %v; want a RowError for post:2:likes slot 1 from the target, out of range (not store.ErrOverflow)", err)
 	}
 	if res.Skipped != 1 || res.Left != 1 || res.Rows != 4 {
 		t.Fatalf("Fold: %+v; want 4 rows folded, 1 skipped and left", res)

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/counterd/counterd/internal/change"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/counterd/counterd/internal/change"
 
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"

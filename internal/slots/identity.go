@@ -5,28 +5,12 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/counterd/counterd/internal/store"
 )
 
-// Identity names one run of a daemon: its instance (stable across
-// restarts, from the journal directory) and the generation of the run
-// that created a round. Sequence numbers increase within a generation. A
-// journal directory restored from an old snapshot starts a new generation,
-// so its new rounds never collide with the high-water mark of rounds the
-// database already has. Generation "" is the identity rounds had before
-// generations existed.
-type Identity struct {
-	Instance   string
-	Generation string
-}
-
-// BatchID identifies one flush round.
-type BatchID struct {
-	Identity
-	Seq uint64
-}
-
 // lane names lane l of id's identity in counterd_instances.
-func (id Identity) lane(l int) string {
+func laneName(id store.Identity, l int) string {
 	if id.Generation == "" {
 		return id.Instance + "/" + strconv.Itoa(l)
 	}
@@ -35,7 +19,7 @@ func (id Identity) lane(l int) string {
 
 // legacy is the single row an instance had before lanes existed; only
 // generation "" can have one.
-func (id Identity) legacy() *string {
+func legacyName(id store.Identity) *string {
 	if id.Generation != "" {
 		return nil
 	}
@@ -45,29 +29,16 @@ func (id Identity) legacy() *string {
 // LastSeq returns the sequence number of the last batch of id committed
 // in every lane, or 0. For generation "", a lane never written falls back
 // to the instance's own row, which batches had before lanes existed.
-func (s *Store) LastSeq(ctx context.Context, id Identity) (uint64, error) {
-	marks, err := s.marks(ctx, []Identity{id})
+func (s *Store) LastSeq(ctx context.Context, id store.Identity) (uint64, error) {
+	marks, err := s.marks(ctx, []store.Identity{id})
 	if err != nil {
 		return 0, err
 	}
 	return marks[0].Min(), nil
 }
 
-// Marks holds, per lane, the sequence number of the last batch committed.
-type Marks [Lanes]uint64
-
-// Min is the lowest watermark: every batch up to it is committed in
-// every lane.
-func (m Marks) Min() uint64 {
-	low := m[0]
-	for _, seq := range m[1:] {
-		low = min(low, seq)
-	}
-	return low
-}
-
 // marks reads every lane's watermark of each identity.
-func (s *Store) marks(ctx context.Context, ids []Identity) ([]Marks, error) {
+func (s *Store) marks(ctx context.Context, ids []store.Identity) ([]store.Marks, error) {
 	names, legacy := markNames(ids)
 	var seqs []int64
 	if err := s.pool.QueryRow(ctx, `SELECT `+readMarks(1), names, legacy).Scan(&seqs); err != nil {
@@ -76,23 +47,23 @@ func (s *Store) marks(ctx context.Context, ids []Identity) ([]Marks, error) {
 	return toMarks(seqs, len(ids))
 }
 
-func markNames(ids []Identity) (names []string, legacy []*string) {
+func markNames(ids []store.Identity) (names []string, legacy []*string) {
 	for _, id := range ids {
-		for l := range Lanes {
-			names = append(names, id.lane(l))
-			legacy = append(legacy, id.legacy())
+		for l := range store.Lanes {
+			names = append(names, laneName(id, l))
+			legacy = append(legacy, legacyName(id))
 		}
 	}
 	return names, legacy
 }
 
-func toMarks(seqs []int64, n int) ([]Marks, error) {
-	if len(seqs) != n*Lanes {
-		return nil, fmt.Errorf("read batch watermarks: got %d, want %d", len(seqs), n*Lanes)
+func toMarks(seqs []int64, n int) ([]store.Marks, error) {
+	if len(seqs) != n*store.Lanes {
+		return nil, fmt.Errorf("read batch watermarks: got %d, want %d", len(seqs), n*store.Lanes)
 	}
-	out := make([]Marks, n)
+	out := make([]store.Marks, n)
 	for i, seq := range seqs {
-		out[i/Lanes][i%Lanes] = uint64(seq)
+		out[i/store.Lanes][i%store.Lanes] = uint64(seq)
 	}
 	return out, nil
 }

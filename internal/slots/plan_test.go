@@ -3,8 +3,10 @@ package slots_test
 import (
 	"context"
 	"fmt"
-	"github.com/counterd/counterd/internal/change"
 	"testing"
+
+	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/store"
 
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
@@ -31,7 +33,7 @@ func TestApplyPlansForTheTableAsItGrows(t *testing.T) {
 	}
 	round := func(seq int, batch []change.Change) {
 		t.Helper()
-		if _, err := s.ApplyOnce(ctx, slots.BatchID{Identity: slots.Identity{Instance: "p"}, Seq: uint64(seq)}, batch); err != nil {
+		if _, err := s.ApplyOnce(ctx, store.BatchID{Identity: store.Identity{Instance: "p"}, Seq: uint64(seq)}, batch); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,39 +5,18 @@ import (
 	"fmt"
 	"math/big"
 
+	"github.com/counterd/counterd/internal/store"
+
 	"github.com/jackc/pgx/v5"
 )
-
-// Estimate is a key's stored total with the variance of its sampled part.
-type Estimate struct {
-	// Total is the stored total when it fits in int64.
-	Total int64
-	// Wide is the stored total when it does not fit in int64; nil
-	// otherwise. Stored counts are numeric, so such a total is exact.
-	Wide *big.Int
-	// Var is the variance of the sampled increments in the total.
-	Var float64
-	// Expires is when the key expires, in unix milliseconds; 0 for none.
-	// A key already expired reads as 0 with Expires 0: its stored rows
-	// are the previous life's, which its next write or the rollup
-	// removes (see expire.go).
-	Expires int64
-}
-
-// Snapshot is what one read saw: each key's stored estimate and, for each
-// identity asked about, the lanes' watermarks, as of one moment.
-type Snapshot struct {
-	Estimates []Estimate
-	Marks     []Marks
-}
 
 // Read returns, in one statement and so from one snapshot, each key's
 // stored estimate (a key never counted is exactly 0) and the watermarks of
 // ids' lanes. A caller holding rounds in memory adds a round to a key only
 // if its sequence number is above the watermark of the key's lane: a round
 // is in the totals exactly when its lane's watermark has reached it.
-func (s *Store) Read(ctx context.Context, keys []string, ids []Identity) (Snapshot, error) {
-	snap := Snapshot{Estimates: make([]Estimate, len(keys))}
+func (s *Store) Read(ctx context.Context, keys []string, ids []store.Identity) (store.Snapshot, error) {
+	snap := store.Snapshot{Estimates: make([]store.Estimate, len(keys))}
 	names, legacy := markNames(ids)
 	if len(keys) == 0 {
 		var err error
@@ -86,7 +65,7 @@ func (s *Store) Read(ctx context.Context, keys []string, ids []Identity) (Snapsh
 }
 
 // Estimates returns what counter_estimates says for each key.
-func (s *Store) Estimates(ctx context.Context, keys []string) ([]Estimate, error) {
+func (s *Store) Estimates(ctx context.Context, keys []string) ([]store.Estimate, error) {
 	snap, err := s.Read(ctx, keys, nil)
 	return snap.Estimates, err
 }
@@ -101,7 +80,7 @@ func (s *Store) Totals(ctx context.Context, keys []string) ([]int64, error) {
 	out := make([]int64, len(keys))
 	for i, e := range est {
 		if e.Wide != nil {
-			return nil, fmt.Errorf("total of %q is %s: %w", keys[i], e.Wide, ErrOverflow)
+			return nil, fmt.Errorf("total of %q is %s: %w", keys[i], e.Wide, store.ErrOverflow)
 		}
 		out[i] = e.Total
 	}

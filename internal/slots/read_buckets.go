@@ -6,31 +6,19 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/counterd/counterd/internal/store"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/counterd/counterd/internal/change"
 )
 
-// BucketValue is one bucket's stored count.
-type BucketValue struct {
-	Start int64 // unix seconds
-	Total int64
-	Var   float64
-}
-
-// BucketSnapshot is what one bucket read saw: a key's stored buckets and
-// the lanes' watermarks of the identities asked about, from one snapshot.
-type BucketSnapshot struct {
-	Buckets []BucketValue // only buckets with rows, in no order
-	Marks   []Marks
-}
-
 // ReadBuckets returns, in one statement, key's stored buckets of kind k
 // that start from from through to (unix seconds), and the watermarks of
 // ids' lanes, so a caller can add the rounds it holds exactly as Read's
 // callers do. A bucket beyond int64 is an error wrapping ErrOverflow.
-func (s *Store) ReadBuckets(ctx context.Context, key string, k change.Kind, from, to int64, ids []Identity) (BucketSnapshot, error) {
-	var snap BucketSnapshot
+func (s *Store) ReadBuckets(ctx context.Context, key string, k change.Kind, from, to int64, ids []store.Identity) (store.BucketSnapshot, error) {
+	var snap store.BucketSnapshot
 	names, legacy := markNames(ids)
 	rows, err := s.pool.Query(ctx, readBuckets, key, int16(k), time.Unix(from, 0), time.Unix(to, 0), names, legacy)
 	if err != nil {
@@ -52,7 +40,7 @@ func (s *Store) ReadBuckets(ctx context.Context, key string, k change.Kind, from
 		if err != nil {
 			return err
 		}
-		snap.Buckets = append(snap.Buckets, BucketValue{Start: *start, Total: n, Var: *v})
+		snap.Buckets = append(snap.Buckets, store.BucketValue{Start: *start, Total: n, Var: *v})
 		return nil
 	})
 	if err != nil {
@@ -61,27 +49,12 @@ func (s *Store) ReadBuckets(ctx context.Context, key string, k change.Kind, from
 	return snap, nil
 }
 
-// KeyTotal is a key's count over a range of buckets.
-type KeyTotal struct {
-	Key   string
-	Total int64
-}
-
-// TopSnapshot is what one trending read saw.
-type TopSnapshot struct {
-	// Top is counter_trending's answer, largest first.
-	Top []KeyTotal
-	// Keys is the stored count of each key asked about, in order.
-	Keys  []int64
-	Marks []Marks
-}
-
 // ReadTop returns, in one statement, the n keys starting with prefix with
 // the largest stored count over the buckets of kind k that start at or
 // after since (counter_trending), the stored counts of keys over the same
 // buckets, and the watermarks of ids' lanes.
-func (s *Store) ReadTop(ctx context.Context, prefix string, k change.Kind, since int64, n int, keys []string, ids []Identity) (TopSnapshot, error) {
-	snap := TopSnapshot{Keys: make([]int64, len(keys))}
+func (s *Store) ReadTop(ctx context.Context, prefix string, k change.Kind, since int64, n int, keys []string, ids []store.Identity) (store.TopSnapshot, error) {
+	snap := store.TopSnapshot{Keys: make([]int64, len(keys))}
 	names, legacy := markNames(ids)
 	rows, err := s.pool.Query(ctx, readTop, prefix, k.String(), time.Unix(since, 0), n, keys, names, legacy)
 	if err != nil {
@@ -105,7 +78,7 @@ func (s *Store) ReadTop(ctx context.Context, prefix string, k change.Kind, since
 			if err != nil {
 				return err
 			}
-			snap.Top = append(snap.Top, KeyTotal{Key: *key, Total: n})
+			snap.Top = append(snap.Top, store.KeyTotal{Key: *key, Total: n})
 		default:
 			n, err := parseCount(*key, total)
 			if err != nil {
@@ -125,11 +98,11 @@ func (s *Store) ReadTop(ctx context.Context, prefix string, k change.Kind, since
 // public functions show it).
 func parseCount(key string, s *string) (int64, error) {
 	if s == nil {
-		return 0, fmt.Errorf("count of %q: %w", key, ErrOverflow)
+		return 0, fmt.Errorf("count of %q: %w", key, store.ErrOverflow)
 	}
 	n, err := strconv.ParseInt(*s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("count of %q is %s: %w", key, *s, ErrOverflow)
+		return 0, fmt.Errorf("count of %q is %s: %w", key, *s, store.ErrOverflow)
 	}
 	return n, nil
 }

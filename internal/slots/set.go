@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/counterd/counterd/internal/store"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/counterd/counterd/internal/change"
@@ -40,10 +42,10 @@ func (s *Store) special(p *part) bool {
 // writeTx writes p (sorted by key) in one transaction: it advances the
 // lanes, then, for the keys of lanes that had not seen seq, writes the
 // sets, the expiries, the increments and the retention, in that order.
-func (s *Store) writeTx(ctx context.Context, seq int64, p *part, grants *grantBatch, res *ApplyResult) (bool, error) {
+func (s *Store) writeTx(ctx context.Context, seq int64, p *part, grants *grantBatch, res *store.ApplyResult) (bool, error) {
 	var doneAll bool
 	err := s.retry(ctx, &res.Attempts, func() error {
-		*res = ApplyResult{Attempts: res.Attempts}
+		*res = store.ApplyResult{Attempts: res.Attempts}
 		var err error
 		doneAll, err = s.writeTxOnce(ctx, seq, p, grants, res)
 		return err
@@ -54,7 +56,7 @@ func (s *Store) writeTx(ctx context.Context, seq int64, p *part, grants *grantBa
 	return doneAll, nil
 }
 
-func (s *Store) writeTxOnce(ctx context.Context, seq int64, p *part, grants *grantBatch, res *ApplyResult) (bool, error) {
+func (s *Store) writeTxOnce(ctx context.Context, seq int64, p *part, grants *grantBatch, res *store.ApplyResult) (bool, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return false, err

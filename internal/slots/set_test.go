@@ -10,6 +10,7 @@ import (
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/slots"
+	"github.com/counterd/counterd/internal/store"
 )
 
 // A Set's compensation is exact: after it the key totals n, whatever slot
@@ -31,7 +32,7 @@ func TestSetExactUnderConcurrentFold(t *testing.T) {
 		}
 	})
 	rng := rand.New(rand.NewPCG(3, 4))
-	id := slots.Identity{Instance: "set"}
+	id := store.Identity{Instance: "set"}
 	var other int64
 	seq := uint64(0)
 	for i := range 60 {
@@ -40,7 +41,7 @@ func TestSetExactUnderConcurrentFold(t *testing.T) {
 			d := rng.Int64N(100) - 30
 			other += 2
 			seq++
-			if _, err := s.ApplyOnce(ctx, slots.BatchID{Identity: id, Seq: seq}, []change.Change{
+			if _, err := s.ApplyOnce(ctx, store.BatchID{Identity: id, Seq: seq}, []change.Change{
 				{Key: "k", Kind: change.Total, Delta: d, Var: 2}, {Key: "other", Kind: change.Total, Delta: 2},
 			}); err != nil {
 				t.Fatal(err)
@@ -48,7 +49,7 @@ func TestSetExactUnderConcurrentFold(t *testing.T) {
 		}
 		n := int64(i*7 - 100)
 		seq++
-		if _, err := s.ApplyOnce(ctx, slots.BatchID{Identity: id, Seq: seq}, []change.Change{{Key: "k", Kind: change.Set, Delta: n}}); err != nil {
+		if _, err := s.ApplyOnce(ctx, store.BatchID{Identity: id, Seq: seq}, []change.Change{{Key: "k", Kind: change.Set, Delta: n}}); err != nil {
 			t.Fatal(err)
 		}
 		if got := total(t, db, "k"); got != n {
@@ -79,8 +80,8 @@ func TestSetExactlyOnce(t *testing.T) {
 	t.Parallel()
 	s, db := newStore(t, 4)
 	ctx := context.Background()
-	a := slots.BatchID{Identity: slots.Identity{Instance: "a"}, Seq: 1}
-	b := slots.BatchID{Identity: slots.Identity{Instance: "b"}, Seq: 1}
+	a := store.BatchID{Identity: store.Identity{Instance: "a"}, Seq: 1}
+	b := store.BatchID{Identity: store.Identity{Instance: "b"}, Seq: 1}
 	mustApply(t, s, b, change.Change{Key: "k", Kind: change.Total, Delta: 10})
 	mustApply(t, s, a, change.Change{Key: "k", Kind: change.Set, Delta: 3})
 	b.Seq++
@@ -97,7 +98,7 @@ func TestSetExactlyOnce(t *testing.T) {
 	}
 }
 
-func mustApply(t *testing.T, s *slots.Store, id slots.BatchID, cs ...change.Change) {
+func mustApply(t *testing.T, s *slots.Store, id store.BatchID, cs ...change.Change) {
 	t.Helper()
 	if _, err := s.ApplyOnce(context.Background(), id, cs); err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ func TestExpiry(t *testing.T) {
 	t.Parallel()
 	s, db := newStore(t, 4)
 	ctx := context.Background()
-	id := slots.BatchID{Identity: slots.Identity{Instance: "e"}}
+	id := store.BatchID{Identity: store.Identity{Instance: "e"}}
 	apply := func(cs ...change.Change) {
 		t.Helper()
 		id.Seq++
@@ -183,7 +184,7 @@ func TestExpireChunks(t *testing.T) {
 		cs = append(cs, change.Change{Key: k, Kind: change.Total, Delta: 1}, change.Change{Key: k, Kind: change.Expire, Delta: 4102444800})
 	}
 	cs = append(cs, change.Change{Key: "kept", Kind: change.Total, Delta: 1})
-	mustApply(t, s, slots.BatchID{Identity: slots.Identity{Instance: "c"}, Seq: 1}, cs...)
+	mustApply(t, s, store.BatchID{Identity: store.Identity{Instance: "c"}, Seq: 1}, cs...)
 	// Time passes: the rollup runs as of after the expiry (2100-01-01).
 	res, err := s.Expire(ctx, slots.ExpireOptions{Chunk: 10, Now: time.Unix(4102444800, 0)})
 	if err != nil {
@@ -217,7 +218,7 @@ func TestKeyTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := slots.BatchID{Identity: slots.Identity{Instance: "ttl"}, Seq: 1}
+	id := store.BatchID{Identity: store.Identity{Instance: "ttl"}, Seq: 1}
 	explicit := time.Now().Add(10 * time.Hour).Unix()
 	mustApply(t, s, id, change.Change{Key: "s1", Kind: change.Total, Delta: 1}, change.Change{Key: "s2", Kind: change.Set, Delta: 4},
 		change.Change{Key: "s3", Kind: change.Total, Delta: 1}, change.Change{Key: "s3", Kind: change.Expire, Delta: explicit},
@@ -254,7 +255,7 @@ func TestSetWaitsForExpiringRollup(t *testing.T) {
 	t.Parallel()
 	s, db := newStore(t, 4)
 	ctx := context.Background()
-	mustApply(t, s, slots.BatchID{Identity: slots.Identity{Instance: "w"}, Seq: 1}, change.Change{Key: "k", Kind: change.Total, Delta: 100})
+	mustApply(t, s, store.BatchID{Identity: store.Identity{Instance: "w"}, Seq: 1}, change.Change{Key: "k", Kind: change.Total, Delta: 100})
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO counter_expiry (key, expires_at) VALUES ('k', now() - interval '1 second')`); err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +282,7 @@ func TestSetWaitsForExpiringRollup(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.ApplyOnce(ctx, slots.BatchID{Identity: slots.Identity{Instance: "set"}, Seq: 1},
+		_, err := s.ApplyOnce(ctx, store.BatchID{Identity: store.Identity{Instance: "set"}, Seq: 1},
 			[]change.Change{{Key: "k", Kind: change.Set, Delta: 5}})
 		done <- err
 	}()

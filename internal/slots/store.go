@@ -8,16 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/counterd/counterd/internal/store"
+
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-// ErrOverflow reports that a total does not fit in int64. Stored counts
-// are numeric and never overflow; only a reader asking for an int64 sees
-// this, for the one key concerned.
-var ErrOverflow = errors.New("total is beyond int64")
 
 // DefaultSlots is the default number of slot rows a key may spread over.
 const DefaultSlots = 16
@@ -75,8 +72,8 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if opts.Writers == 0 {
 		opts.Writers = DefaultWriters
 	}
-	if opts.Writers < 1 || opts.Writers > Lanes {
-		return nil, fmt.Errorf("writers must be 1..%d, got %d", Lanes, opts.Writers)
+	if opts.Writers < 1 || opts.Writers > store.Lanes {
+		return nil, fmt.Errorf("writers must be 1..%d, got %d", store.Lanes, opts.Writers)
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 8
@@ -112,10 +109,6 @@ func (s *Store) retry(ctx context.Context, attempts *int, fn func() error) error
 	}
 }
 
-// ErrFenced is wrapped by ApplyOnce when the round's instance belongs to
-// another daemon now (counterd_fence): this one must stop writing it.
-var ErrFenced = errors.New("instance taken over by another daemon")
-
 // fenceCode is the SQLSTATE counterd_fence raises.
 const fenceCode = "CDF01"
 
@@ -123,7 +116,7 @@ const fenceCode = "CDF01"
 func fenced(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == fenceCode {
-		return fmt.Errorf("%w: %w", ErrFenced, err)
+		return fmt.Errorf("%w: %w", store.ErrFenced, err)
 	}
 	return err
 }

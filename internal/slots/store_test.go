@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/counterd/counterd/internal/change"
 	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/store"
 
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
@@ -170,8 +172,8 @@ func TestApplyOverflow(t *testing.T) {
 	apply([]change.Change{{Kind: change.Total, Key: "big", Delta: math.MaxInt64 - 1}})
 	apply([]change.Change{{Kind: change.Total, Key: "big", Delta: 1}, {Kind: change.Total, Key: "other", Delta: 5}})
 	apply([]change.Change{{Kind: change.Total, Key: "big", Delta: math.MaxInt64}, {Kind: change.Total, Key: "other", Delta: 5}})
-	if _, err := s.Totals(ctx, []string{"big"}); !errors.Is(err, slots.ErrOverflow) {
-		t.Fatalf("Totals(big) beyond int64: got %v; want ErrOverflow", err)
+	if _, err := s.Totals(ctx, []string{"big"}); !errors.Is(err, store.ErrOverflow) {
+		t.Fatalf("Totals(big) beyond int64: got %v; want store.ErrOverflow", err)
 	}
 	if got, want := total(t, db, "other"), int64(10); got != want {
 		t.Fatalf("other: got %d; want %d", got, want)
@@ -270,7 +272,7 @@ func TestApplyOnceCountsOnce(t *testing.T) {
 	t.Parallel()
 	s, db := newStore(t, 4)
 	ctx := context.Background()
-	f := func(id slots.BatchID, n int64, wantDup bool) {
+	f := func(id store.BatchID, n int64, wantDup bool) {
 		t.Helper()
 		res, err := s.ApplyOnce(ctx, id, []change.Change{{Kind: change.Total, Key: "post:1", Delta: n}})
 		if err != nil {
@@ -280,20 +282,20 @@ func TestApplyOnceCountsOnce(t *testing.T) {
 			t.Fatalf("ApplyOnce(%v): duplicate %v; want %v", id, res.Duplicate, wantDup)
 		}
 	}
-	a, b := slots.BatchID{Identity: slots.Identity{Instance: "a"}, Seq: 1}, slots.BatchID{Identity: slots.Identity{Instance: "b"}, Seq: 1}
+	a, b := store.BatchID{Identity: store.Identity{Instance: "a"}, Seq: 1}, store.BatchID{Identity: store.Identity{Instance: "b"}, Seq: 1}
 	f(a, 5, false)
 	f(a, 5, true) // the same batch again
 	f(b, 7, false)
-	f(slots.BatchID{Identity: slots.Identity{Instance: "a"}, Seq: 3}, 11, false)
-	f(slots.BatchID{Identity: slots.Identity{Instance: "a"}, Seq: 2}, 100, true) // older than the last committed
+	f(store.BatchID{Identity: store.Identity{Instance: "a"}, Seq: 3}, 11, false)
+	f(store.BatchID{Identity: store.Identity{Instance: "a"}, Seq: 2}, 100, true) // older than the last committed
 	if got := total(t, db, "post:1"); got != 23 {
 		t.Fatalf("total: got %d; want 23 (5 + 7 + 11)", got)
 	}
-	if seq, err := s.LastSeq(ctx, slots.Identity{Instance: "a"}); err != nil || seq != 3 {
+	if seq, err := s.LastSeq(ctx, store.Identity{Instance: "a"}); err != nil || seq != 3 {
 		t.Fatalf("LastSeq(a): got %d, %v; want 3", seq, err)
 	}
-	if n, err := s.PruneInstances(ctx, time.Now().Add(time.Hour)); err != nil || n != 2*slots.Lanes {
-		t.Fatalf("PruneInstances: got %d, %v; want %d (a row per lane of a and b)", n, err, 2*slots.Lanes)
+	if n, err := s.PruneInstances(ctx, time.Now().Add(time.Hour)); err != nil || n != 2*store.Lanes {
+		t.Fatalf("PruneInstances: got %d, %v; want %d (a row per lane of a and b)", n, err, 2*store.Lanes)
 	}
 }
 
@@ -304,7 +306,7 @@ func TestApplyOnceReplaysPartlyCommittedRound(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
 	ctx := context.Background()
-	store := func(writers int) *slots.Store {
+	st := func(writers int) *slots.Store {
 		s, err := slots.New(db.Pool, slots.Options{Writers: writers})
 		if err != nil {
 			t.Fatal(err)
@@ -321,28 +323,28 @@ func TestApplyOnceReplaysPartlyCommittedRound(t *testing.T) {
 	}
 	// The crashed daemon (4 writers) committed round 5 of lane 3 only:
 	// lane 3's keys are written and every other lane is still at round 4.
-	id := slots.BatchID{Identity: slots.Identity{Instance: "x"}, Seq: 5}
+	id := store.BatchID{Identity: store.Identity{Instance: "x"}, Seq: 5}
 	var lane3 []change.Change
 	for _, d := range batch() {
-		if slots.LaneOf(d.Key) == 3 {
+		if store.LaneOf(d.Key) == 3 {
 			lane3 = append(lane3, d)
 		}
 	}
 	if len(lane3) == 0 {
 		t.Fatal("no key of the batch is in lane 3")
 	}
-	if _, err := store(4).ApplyOnce(ctx, id, lane3); err != nil {
+	if _, err := st(4).ApplyOnce(ctx, id, lane3); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Pool.Exec(ctx, `UPDATE counterd_instances SET last_seq = 4 WHERE instance <> 'x/3'`); err != nil {
 		t.Fatal(err)
 	}
-	if seq, err := store(4).LastSeq(ctx, slots.Identity{Instance: "x"}); err != nil || seq != 4 {
+	if seq, err := st(4).LastSeq(ctx, store.Identity{Instance: "x"}); err != nil || seq != 4 {
 		t.Fatalf("LastSeq before the replay: got %d, %v; want 4", seq, err)
 	}
 
 	for _, writers := range []int{3, 1} {
-		res, err := store(writers).ApplyOnce(ctx, id, batch())
+		res, err := st(writers).ApplyOnce(ctx, id, batch())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -354,7 +356,7 @@ func TestApplyOnceReplaysPartlyCommittedRound(t *testing.T) {
 	for _, d := range batch() {
 		names = append(names, d.Key)
 	}
-	got, err := store(1).Totals(ctx, names)
+	got, err := st(1).Totals(ctx, names)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +365,7 @@ func TestApplyOnceReplaysPartlyCommittedRound(t *testing.T) {
 			t.Errorf("%s: got %d; want %d", d.Key, got[i], d.Delta)
 		}
 	}
-	if seq, err := store(2).LastSeq(ctx, slots.Identity{Instance: "x"}); err != nil || seq != 5 {
+	if seq, err := st(2).LastSeq(ctx, store.Identity{Instance: "x"}); err != nil || seq != 5 {
 		t.Fatalf("LastSeq after the replay: got %d, %v; want 5", seq, err)
 	}
 }
@@ -377,16 +379,16 @@ func TestLastSeqFallsBackToInstanceRow(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO counterd_instances (instance, last_seq) VALUES ('old', 7)`); err != nil {
 		t.Fatal(err)
 	}
-	if seq, err := s.LastSeq(ctx, slots.Identity{Instance: "old"}); err != nil || seq != 7 {
+	if seq, err := s.LastSeq(ctx, store.Identity{Instance: "old"}); err != nil || seq != 7 {
 		t.Fatalf("LastSeq(old): got %d, %v; want 7", seq, err)
 	}
-	if _, err := s.ApplyOnce(ctx, slots.BatchID{Identity: slots.Identity{Instance: "old"}, Seq: 8}, []change.Change{{Kind: change.Total, Key: "k", Delta: 1}}); err != nil {
+	if _, err := s.ApplyOnce(ctx, store.BatchID{Identity: store.Identity{Instance: "old"}, Seq: 8}, []change.Change{{Kind: change.Total, Key: "k", Delta: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if seq, err := s.LastSeq(ctx, slots.Identity{Instance: "old"}); err != nil || seq != 8 {
+	if seq, err := s.LastSeq(ctx, store.Identity{Instance: "old"}); err != nil || seq != 8 {
 		t.Fatalf("LastSeq(old) after round 8: got %d, %v; want 8", seq, err)
 	}
-	if seq, err := s.LastSeq(ctx, slots.Identity{Instance: "never"}); err != nil || seq != 0 {
+	if seq, err := s.LastSeq(ctx, store.Identity{Instance: "never"}); err != nil || seq != 0 {
 		t.Fatalf("LastSeq(never): got %d, %v; want 0", seq, err)
 	}
 }

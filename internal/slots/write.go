@@ -9,31 +9,18 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/counterd/counterd/internal/store"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/counterd/counterd/internal/change"
 )
 
-// ApplyResult says how a batch was written.
-type ApplyResult struct {
-	// Updated counts keys added to an existing slot row: a free one, or,
-	// when none was free, the random slot's.
-	Updated int
-	// Inserted counts keys that created a slot row.
-	Inserted int
-	// Duplicate says the batch's identity was already recorded for every
-	// lane, so nothing was written.
-	Duplicate bool
-	// Attempts is how many transactions it took (the number of writers
-	// unless some were retried).
-	Attempts int
-}
-
 // Apply adds every change in one statement (its own transaction), without
 // recording an identity: a retry after a lost acknowledgement counts
 // twice. Daemons use ApplyOnce.
-func (s *Store) Apply(ctx context.Context, batch []change.Change) (ApplyResult, error) {
-	var res ApplyResult
+func (s *Store) Apply(ctx context.Context, batch []change.Change) (store.ApplyResult, error) {
+	var res store.ApplyResult
 	if len(batch) == 0 {
 		return res, nil
 	}
@@ -55,21 +42,21 @@ func (s *Store) Apply(ctx context.Context, batch []change.Change) (ApplyResult, 
 // per change.ID: totals, windowed kinds (write_buckets.go), Set and Expire
 // (set.go) and budget grants (grant.go); a key's changes share its lane
 // and transaction.
-func (s *Store) ApplyOnce(ctx context.Context, id BatchID, batch []change.Change) (ApplyResult, error) {
+func (s *Store) ApplyOnce(ctx context.Context, id store.BatchID, batch []change.Change) (store.ApplyResult, error) {
 	// A small batch is written faster by one transaction than by several
 	// that each pay a commit; identities are per lane, so the grouping
 	// may change from batch to batch.
 	writers := min(s.writers, 1+len(batch)/minKeysPerWriter)
 	parts := make([]part, writers)
-	for l := range Lanes {
+	for l := range store.Lanes {
 		p := &parts[l%writers]
-		p.lanes = append(p.lanes, id.lane(l))
+		p.lanes = append(p.lanes, laneName(id.Identity, l))
 	}
 	// Size each part's changes first: growing them by append copied the
 	// round about twice over (11% of the daemon's CPU at -P 16).
 	lanes, sizes := make([]int, len(batch)), make([]int, writers)
 	for i, c := range batch {
-		lanes[i] = LaneOf(c.Key)
+		lanes[i] = store.LaneOf(c.Key)
 		sizes[lanes[i]%writers]++
 	}
 	for w := range parts {
@@ -84,7 +71,7 @@ func (s *Store) ApplyOnce(ctx context.Context, id BatchID, batch []change.Change
 	}
 	var (
 		wg      sync.WaitGroup
-		results = make([]ApplyResult, writers)
+		results = make([]store.ApplyResult, writers)
 		errs    = make([]error, writers)
 		doneAll = make([]bool, writers)
 	)
@@ -95,7 +82,7 @@ func (s *Store) ApplyOnce(ctx context.Context, id BatchID, batch []change.Change
 		})
 	}
 	wg.Wait()
-	res := ApplyResult{Duplicate: true}
+	res := store.ApplyResult{Duplicate: true}
 	for w, r := range results {
 		res.Updated += r.Updated
 		res.Inserted += r.Inserted
@@ -121,7 +108,7 @@ type laneChange struct {
 // same order, and writes it in one statement. Deadlocks and serialization
 // failures are retried. It reports whether every lane had already
 // recorded seq.
-func (s *Store) write(ctx context.Context, seq int64, p *part, res *ApplyResult) (bool, error) {
+func (s *Store) write(ctx context.Context, seq int64, p *part, res *store.ApplyResult) (bool, error) {
 	slices.SortFunc(p.changes, func(a, b laneChange) int { return strings.Compare(a.Key, b.Key) })
 	grants := takeGrants(p) // budget grants are written by writeGrants, in the same transaction
 	if s.special(p) {

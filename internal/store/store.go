@@ -1,0 +1,64 @@
+// Package store is the contract between the daemon's memory and the
+// database it writes rounds into: the Store interface, and the values
+// that cross it (round identities, lanes and their watermarks, what a
+// read saw, and the errors a store may return).
+//
+// internal/pending holds rounds and reads through a Store; internal/slots
+// is the PostgreSQL store. A new store (for example one spread over
+// several PostgreSQL servers) implements Store and passes the conformance
+// suite in internal/store/storetest.
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/counterd/counterd/internal/change"
+)
+
+// Store is where rounds are written and totals read.
+//
+// Every read returns, from one snapshot, what is stored and the lanes'
+// watermarks of the identities asked about: a caller holding rounds in
+// memory adds a round to a key only if its sequence number is above the
+// watermark of the key's lane.
+type Store interface {
+	// ApplyOnce writes a round exactly once per lane: a round whose
+	// identity a lane has already recorded is skipped in that lane.
+	ApplyOnce(ctx context.Context, id BatchID, batch []change.Change) (ApplyResult, error)
+	// Read returns each key's stored total (a key never counted is 0).
+	Read(ctx context.Context, keys []string, ids []Identity) (Snapshot, error)
+	// ReadBuckets returns key's stored buckets of windowed kind k that
+	// start from from through to (unix seconds).
+	ReadBuckets(ctx context.Context, key string, k change.Kind, from, to int64, ids []Identity) (BucketSnapshot, error)
+	// ReadTop returns the n keys starting with prefix with the largest
+	// stored count over the buckets of kind k starting at or after since,
+	// and the stored count of each of keys.
+	ReadTop(ctx context.Context, prefix string, k change.Kind, since int64, n int, keys []string, ids []Identity) (TopSnapshot, error)
+	// Overflows counts stored totals beyond int64.
+	Overflows(ctx context.Context) (int64, error)
+}
+
+// ErrOverflow reports that a total does not fit in int64. Stored counts
+// never overflow; only a reader asking for an int64 sees this, for the one
+// key concerned.
+var ErrOverflow = errors.New("total is beyond int64")
+
+// ErrFenced is wrapped by ApplyOnce when the round's instance belongs to
+// another daemon now: this one must stop writing it.
+var ErrFenced = errors.New("instance taken over by another daemon")
+
+// ApplyResult says how a batch was written.
+type ApplyResult struct {
+	// Updated counts keys added to an existing slot row: a free one, or,
+	// when none was free, the random slot's.
+	Updated int
+	// Inserted counts keys that created a slot row.
+	Inserted int
+	// Duplicate says the batch's identity was already recorded for every
+	// lane, so nothing was written.
+	Duplicate bool
+	// Attempts is how many transactions it took (the number of writers
+	// unless some were retried).
+	Attempts int
+}
