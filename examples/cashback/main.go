@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -117,6 +118,19 @@ func (s *Service) Setup(ctx context.Context, merchant string, balance, budget in
 	return nil
 }
 
+// take is TAKE key n, sent again (at most three times) only when counterd
+// says the units were not granted: a refusal it is sure of, such as the
+// budget's row staying locked past the command's deadline. Any other
+// error may hide a grant, so it is not retried (that would grant twice).
+func (s *Service) take(ctx context.Context, key string, n int64) (int64, error) {
+	for attempt := 1; ; attempt++ {
+		got, err := s.Counterd.Do(ctx, "TAKE", key, n).Int64()
+		if err == nil || attempt == 3 || !strings.HasSuffix(err.Error(), "; not granted") {
+			return got, err
+		}
+	}
+}
+
 // Pay pays amount back to user from merchant's account if the merchant's
 // budget grants it, and reports whether it paid. TAKE first: the budget
 // is never overspent, even by concurrent payers on many hosts. Then the
@@ -124,7 +138,7 @@ func (s *Service) Setup(ctx context.Context, merchant string, balance, budget in
 // balances never changes. If the process dies between the two, the grant
 // is never paid: under-spend, the safe side for a budget.
 func (s *Service) Pay(ctx context.Context, merchant, user string, amount int64) (bool, error) {
-	n, err := s.Counterd.Do(ctx, "TAKE", budgetKey(merchant), amount).Int64()
+	n, err := s.take(ctx, budgetKey(merchant), amount)
 	if err != nil {
 		return false, fmt.Errorf("take from the cashback budget: %w", err)
 	}

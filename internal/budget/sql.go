@@ -71,11 +71,13 @@ WHERE key = $1 AND total - granted - leased - forfeited >= $2`
 
 // Take grants n units of key directly in PostgreSQL, or none.
 func (s *Store) Take(ctx context.Context, key string, n int64) (bool, error) {
-	tag, err := s.pool.Exec(ctx, takeSQL, key, n)
-	if err != nil {
-		return false, fmt.Errorf("take from budget: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
+	var ok bool
+	err := retry(ctx, func() error {
+		tag, err := s.pool.Exec(ctx, takeSQL, key, n)
+		ok = tag.RowsAffected() == 1
+		return err
+	}, "take from budget")
+	return ok, err
 }
 
 // leaseSQL leases min($2, remainder / shareDivisor) units of budget $1 to
@@ -103,14 +105,15 @@ RETURNING id, size`
 // holder picked for this call: if the reply is lost, ReturnLost finds the
 // lease by it.
 func (s *Store) Lease(ctx context.Context, key, holder string, request, w, floor int64, ttl time.Duration) (id, size int64, err error) {
-	err = s.pool.QueryRow(ctx, leaseSQL, key, w, int64(shareDivisor), floor, holder, ttl.Milliseconds(), s.Generation, request).Scan(&id, &size)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, 0, nil
-	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("lease from budget: %w", err)
-	}
-	return id, size, nil
+	err = retry(ctx, func() error {
+		err := s.pool.QueryRow(ctx, leaseSQL, key, w, int64(shareDivisor), floor, holder, ttl.Milliseconds(), s.Generation, request).Scan(&id, &size)
+		if errors.Is(err, pgx.ErrNoRows) {
+			id, size = 0, 0
+			return nil
+		}
+		return err
+	}, "lease from budget")
+	return id, size, err
 }
 
 // giveBackSQL returns units of leases that their holder will never
@@ -269,13 +272,23 @@ func (s *Store) NextRange(ctx context.Context, key string, n int64) (int64, erro
 	return lo, nil
 }
 
-// retry runs fn again after a deadlock (statements over several budgets
-// lock their rows in no fixed order); every statement here is atomic.
+// transient reports whether err is a statement PostgreSQL rolled back for
+// a reason that passes: a deadlock (statements over several budgets lock
+// their rows in no fixed order) or a lock wait past lock_timeout (a round
+// recording grants holds the budget's row until it commits, which a busy
+// disk can make slow). Such a statement took effect nowhere, so running
+// it again is safe.
+func transient(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "55P03")
+}
+
+// retry runs fn again after a transient error, up to 10 times and while
+// ctx lasts; every statement here is atomic.
 func retry(ctx context.Context, fn func() error, what string) error {
 	for attempt := 1; ; attempt++ {
 		err := fn()
-		var pgErr *pgconn.PgError
-		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "40P01" || attempt == 10 {
+		if err == nil || !transient(err) || attempt == 10 {
 			if err != nil {
 				return fmt.Errorf("%s: %w", what, err)
 			}
