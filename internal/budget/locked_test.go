@@ -56,9 +56,11 @@ func TestTakeWaitsOutALockTimeout(t *testing.T) {
 	defer pool.Close()
 
 	m := New(NewStore(pool), Options{
-		Holder:   "h1",
-		TTL:      time.Minute,
-		Record:   func(change.Change) (func(context.Context) error, error) { return func(context.Context) error { return nil }, nil },
+		Holder: "h1",
+		TTL:    time.Minute,
+		Record: func(change.Change) (func(context.Context) error, error) {
+			return func(context.Context) error { return nil }, nil
+		},
 		Replayed: func(context.Context) error { return nil },
 	})
 	runCtx, stop := context.WithCancel(ctx)
