@@ -25,11 +25,11 @@ func envVars(cfg any) []string {
 	return out
 }
 
-// readmeVars lists the variables the README's configuration tables name
-// with the given prefix (DATABASE_URL is in both tables).
-func readmeVars(t *testing.T, prefix string) []string {
+// docVars lists the variables docs/configuration.md's tables name with
+// the given prefix (DATABASE_URL is in both tables).
+func docVars(t *testing.T, prefix string) []string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,15 +44,15 @@ func readmeVars(t *testing.T, prefix string) []string {
 	return out
 }
 
-// The README's configuration tables list exactly what the binaries read,
-// so a setting is never undocumented or documented but gone.
-func TestREADMEListsEverySetting(t *testing.T) {
+// docs/configuration.md's tables list exactly what the binaries read, so
+// a setting is never undocumented or documented but gone.
+func TestDocsListEverySetting(t *testing.T) {
 	t.Parallel()
 	f := func(cfg any, prefix string) {
 		t.Helper()
-		code, doc := envVars(cfg), readmeVars(t, prefix)
+		code, doc := envVars(cfg), docVars(t, prefix)
 		if !slices.Equal(code, doc) {
-			t.Errorf("%s settings: code reads %v; README lists %v", prefix, code, doc)
+			t.Errorf("%s settings: code reads %v; docs/configuration.md lists %v", prefix, code, doc)
 		}
 	}
 	f(config.Counterd{}, "COUNTERD_")
