@@ -46,12 +46,11 @@ func docSection(t *testing.T, page, heading string) string {
 	if !ok {
 		t.Fatalf("%s has no %q", page, heading)
 	}
-	for end := "\n" + level; ; end = end[:len(end)-1] {
-		section, _, _ = strings.Cut(section, end+" ")
-		if end == "\n#" {
-			return section
-		}
+	// It ends at the next heading of its level or above.
+	for l := len(level); l > 0; l-- {
+		section, _, _ = strings.Cut(section, "\n"+strings.Repeat("#", l)+" ")
 	}
+	return section
 }
 
 // docs/operations.md's metrics list names exactly the counterd_* metrics a
@@ -67,28 +66,7 @@ func TestDocsListEveryMetric(t *testing.T) {
 		t.Fatal(err)
 	}
 	flush(t, d.socket)
-	body := httpGet(t, "http://"+d.metricsAddr()+"/metrics")
-	var names []string
-	for _, line := range strings.Split(body, "\n") {
-		name, _, _ := strings.Cut(line, " ")
-		name, _, _ = strings.Cut(name, "{")
-		if strings.HasPrefix(name, "counterd_") {
-			names = append(names, name)
-		}
-	}
-	// A histogram is one metric, exposed as _bucket, _sum and _count.
-	var exposed []string
-	for _, name := range names {
-		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-			if base, ok := strings.CutSuffix(name, suffix); ok && slices.Contains(names, base+"_bucket") {
-				name = base
-			}
-		}
-		if !slices.Contains(exposed, name) {
-			exposed = append(exposed, name)
-		}
-	}
-	slices.Sort(exposed)
+	exposed := exposedMetrics(httpGet(t, "http://"+d.metricsAddr()+"/metrics"))
 
 	section := docSection(t, "../../docs/operations.md", "## Metrics and health")
 	var documented []string
@@ -109,6 +87,32 @@ func TestDocsListEveryMetric(t *testing.T) {
 			t.Errorf("%s is in docs/operations.md's metrics list but not exposed", name)
 		}
 	}
+}
+
+// exposedMetrics lists the counterd_* metrics in a /metrics body, sorted,
+// each histogram once (it is exposed as _bucket, _sum and _count).
+func exposedMetrics(body string) []string {
+	var names []string
+	for _, line := range strings.Split(body, "\n") {
+		name, _, _ := strings.Cut(line, " ")
+		name, _, _ = strings.Cut(name, "{")
+		if strings.HasPrefix(name, "counterd_") {
+			names = append(names, name)
+		}
+	}
+	var exposed []string
+	for _, name := range names {
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if base, ok := strings.CutSuffix(name, suffix); ok && slices.Contains(names, base+"_bucket") {
+				name = base
+			}
+		}
+		if !slices.Contains(exposed, name) {
+			exposed = append(exposed, name)
+		}
+	}
+	slices.Sort(exposed)
+	return exposed
 }
 
 // documentedCommands lists the command names the first column of
