@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # scripts/bench.sh - run the counter benchmark (make bench): build counterd
-# and counterbench, provide PostgreSQL as scripts/test.sh does
-# (DATABASE_URL when set, else the project's throwaway server, stopped again
-# afterwards if this script started it), install redis-server and
-# redis-benchmark when they are missing and this is root on a system with
-# apt-get, then run bin/counterbench.
+# and counterbench (bench/cmd/counterbench: the harness is its own module,
+# bench/go.mod, so its plotting dependencies stay out of counterd's go.mod),
+# provide PostgreSQL as scripts/test.sh does (DATABASE_URL when set, else
+# the project's throwaway server, stopped again afterwards if this script
+# started it), install redis-server and redis-benchmark when they are
+# missing and this is root on a system with apt-get, then run
+# bin/counterbench.
 #
 # Settings are COUNTERBENCH_* variables (bin/counterbench -h lists them);
 # results go to COUNTERBENCH_OUT (default results/). Without redis-server
@@ -17,7 +19,8 @@ cd "$(dirname "$0")/.."
 
 log() { printf 'bench.sh: %s\n' "$*" >&2; }
 
-go build -o bin/ ./cmd/counterd ./cmd/counterbench
+go build -o bin/ ./cmd/counterd
+(cd bench && go build -o ../bin/ ./cmd/counterbench)
 
 if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
 	if [[ ${EUID:-$(id -u)} -eq 0 ]] && command -v apt-get >/dev/null; then

@@ -30,6 +30,9 @@ fi
 # outside a _linux.go file fails here, before the long suite.
 scripts/cross.sh
 go test -race -count=1 ./...
+# The benchmark harness is its own module (bench/go.mod): vet it and run
+# its tests, which include a short run of every section of make bench.
+(cd bench && go vet ./... && go test -race -count=1 ./...)
 # Run every hot-path benchmark once, so a broken benchmark fails here rather
 # than when someone measures. (cmd/counterd's benchmarks run for minutes
 # whatever -benchtime says; make gobench runs them.)

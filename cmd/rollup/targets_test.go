@@ -374,7 +374,7 @@ func TestTargetsMissingRowReported(t *testing.T) {
 	if !strings.Contains(body, want) {
 		t.Errorf("/metrics lacks %s:\n%s", want, body)
 	}
-	readmeListsRollupMetrics(t, body)
+	docsListRollupMetrics(t, body)
 	// Every family has help text, and promtool accepts it with exit 0.
 	if missing := proctest.MissingHelp(body); len(missing) > 0 {
 		t.Errorf("/metrics families without help text: %v", missing)
@@ -382,9 +382,9 @@ func TestTargetsMissingRowReported(t *testing.T) {
 	proctest.CheckMetrics(t, body)
 }
 
-// readmeListsRollupMetrics checks that the README's metrics section names
-// exactly the counterd_rollup_* metrics the scheduler exposes.
-func readmeListsRollupMetrics(t *testing.T, body string) {
+// docsListRollupMetrics checks that docs/operations.md's metrics section
+// names exactly the counterd_rollup_* metrics the scheduler exposes.
+func docsListRollupMetrics(t *testing.T, body string) {
 	t.Helper()
 	var exposed []string
 	for _, line := range strings.Split(body, "\n") {
@@ -394,11 +394,11 @@ func readmeListsRollupMetrics(t *testing.T, body string) {
 			exposed = append(exposed, name)
 		}
 	}
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, _ := strings.Cut(string(b), "### Metrics and health")
+	_, section, _ := strings.Cut(string(b), "\n## Metrics and health\n")
 	section, _, _ = strings.Cut(section, "\n## ")
 	var documented []string
 	for _, m := range regexp.MustCompile("`(counterd_rollup_[a-z0-9_]+)`").FindAllStringSubmatch(section, -1) {
@@ -409,7 +409,7 @@ func readmeListsRollupMetrics(t *testing.T, body string) {
 	slices.Sort(exposed)
 	slices.Sort(documented)
 	if !slices.Equal(exposed, documented) {
-		t.Errorf("rollup metrics: exposed %v; README's metrics list names %v", exposed, documented)
+		t.Errorf("rollup metrics: exposed %v; docs/operations.md's metrics list names %v", exposed, documented)
 	}
 }
 

@@ -28,7 +28,8 @@
 // the mutex with TryLock (the others carry on, never waiting) and passes
 // over the sketch, subtracting from each counter with an atomic add, so
 // that increments racing with the pass are kept. A pass over the default
-// sketch takes 0.1-0.15 ms, once per 62.5 ms; that Observe pays for it. If
+// sketch (BenchmarkDecayStep) runs once per 62.5 ms; that Observe pays for
+// it. If
 // the goroutine doing a pass is descheduled, increments arriving meanwhile
 // are decayed as if they had arrived before it, undercounting them by about
 // 2^(-delay/HalfLife): nothing for a delay of milliseconds.
@@ -86,37 +87,17 @@
 //
 // # Clock
 //
-// Reading the system clock costs 30-50 ns on the 2-core VM this was written
-// on, as much as the rest of Observe, so New starts a goroutine that stores
-// the time in an atomic every HalfLife/256 (3.9 ms by default, at least
-// 1 ms); Close stops it. With Options.Now set no goroutine is started and Now
-// is called on every Observe.
+// Reading the system clock costs as much as the rest of Observe, so New
+// starts a goroutine that stores the time in an atomic every
+// HalfLife/256 (3.9 ms by default, at least 1 ms); Close stops it. With
+// Options.Now set no goroutine is started and Now is called on every
+// Observe.
 //
 // # Performance
 //
-// go test -run '^$' -bench . -benchmem ./internal/hotness on a 2-vCPU Xeon
-// (Cascade Lake, 2.5 GHz) KVM guest shared with other work; ns/op from
-// RunParallel is wall time per call over both CPUs:
-//
-//	BenchmarkObserveCold-2   97-105 ns/op  0 allocs/op  (1M distinct keys)
-//	BenchmarkObserveHot-2    65-71 ns/op   0 allocs/op  (one key, contended)
-//	BenchmarkDecayStep-2     105-160 µs/op              (per HalfLife/16)
-//	BenchmarkHot-2           ~230 µs/op    1 alloc/op   (1024 hot keys)
-//
-// Those figures predate sampled observation (they count every call, as
-// Every 1 does now). With the default Every of 4, old and new test
-// binaries interleaved on the same VM, busier than above (medians of 5,
-// three sessions): BenchmarkObserveCold 125 -> 61, 269 -> 147 and
-// 162 -> 106 ns/op; BenchmarkObserveColdSerial 62 -> 35, 257 -> 147 and
-// 207 -> 68; BenchmarkObserveHot 23 -> 34, 44 -> 51, 54 -> 55 (the hot
-// key is still looked up on every call); BenchmarkTallyCold 55-93 and
-// BenchmarkTallyHot 22-40.
-//
-// Counting every call, that is about 10M cold or 14M hot calls per second, best of runs on a
-// quiet machine; with neighbours busy (steal time up to 50%) the same runs
-// read 115-180 ns/op cold. A cold call is mostly the sketch's cache misses
-// and one or two locked adds; a hot one is the contended add on the key's
-// counter (34 ns on one CPU).
+// The benchmarks (go test -run '^$' -bench . -benchmem ./internal/hotness)
+// and the figures measured with them are in docs/performance.md, under
+// "Hot-key classifier".
 //
 // Bytes reports 614,856 with defaults: the 512 KiB sketch, MaxHot entries
 // of 64 bytes plus a pointer, and the largest index (16 KiB); the names of

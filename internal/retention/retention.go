@@ -2,7 +2,7 @@
 // COUNTERD_KEY_TTL='session:*=1d;tmp:*=1h' configures it.
 //
 // The one idea: a key matching a rule expires that long after the last
-// round that wrote it (see the README's "Reset, set and expiry"); rules
+// round that wrote it (see "Reset, set and expiry" in docs/protocol.md); rules
 // are tried in order and the first match wins, and a key matching none
 // keeps no expiry, so a daemon without rules pays nothing.
 package retention

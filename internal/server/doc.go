@@ -71,10 +71,9 @@
 // itself), has no hook at the end of a loop pass (the one journal write
 // per pass needs it: OnTraffic is per connection), and has no output
 // backpressure (AsyncWrite buffers without bound). Measured side by side
-// with the same journal, shards and store behind each (bench/gnetproto,
-// one loop each, 2 interleaved runs on a quiet machine): this loop took
-// 14.4 µs of CPU per unpipelined INCR against gnet's 17.0, and 2.27
-// against 2.47 pipelined 16 deep, at equal or higher requests/s; gnet's
+// with the same journal, shards and store behind each (bench/gnetproto),
+// this loop also took less CPU per INCR, unpipelined and pipelined (the
+// figures are in docs/performance.md, under "Event loops"); gnet's
 // OnTraffic makes one journal record per connection wake where this loop
 // makes one per pass.
 //

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// SET's and the EXPIRE family's options get the replies the README's
+// SET's and the EXPIRE family's options get the replies docs/protocol.md's
 // command table gives: Redis's options counterd does not have are refused
 // by name, anything else is Redis's own error. Before, EXPIRE k 10 NX was
 // a wrong number of arguments and SET k 1 NX a syntax error.

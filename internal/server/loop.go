@@ -18,9 +18,10 @@ import (
 // sidecar shares its machine with (the app, often PostgreSQL). Measured
 // on 2 cores with redis-benchmark and PostgreSQL on the same machine, one
 // loop took 12–13 µs of CPU per unpipelined INCR and two loops 20–33 µs,
-// and served more requests per second at -P 1 and -P 16 (see the README's
-// Event loops): two loops contending for the core the client leaves each
-// handle fewer events per epoll_wait, and wake each other's threads.
+// and served more requests per second at -P 1 and -P 16 (see Event loops
+// in docs/performance.md): two loops contending for the core the client
+// leaves each handle fewer events per epoll_wait, and wake each other's
+// threads.
 func DefaultLoops() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
 // hasFD reports whether c is a socket the loops can serve (net.Pipe, in

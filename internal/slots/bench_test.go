@@ -22,7 +22,7 @@ import (
 // (slot rows) written per second. The "existing" half of each round hits
 // keys that already have slot rows (the SKIP LOCKED path); the rest are
 // new rows (the upsert path). Compare with the harness's multi-row upsert
-// ceiling (cmd/counterbench).
+// ceiling (bench/cmd/counterbench).
 func BenchmarkApplyOnce(b *testing.B) {
 	for _, c := range []struct{ size, space, writers int }{
 		{10000, 1_000_000, 1}, {10000, 1_000_000, 2}, {10000, 20000, 1}, {10000, 20000, 2},

@@ -64,7 +64,7 @@ func recordGrants(ctx context.Context, tx pgx.Tx, lanes []string, g *grantBatch)
 	// grants were recorded: its holder deletes it only after flushing
 	// its journal, so only a journal restored from an old snapshot
 	// gets here. Failing would stop every round for good; the grants
-	// are dropped (README: a restored journal voids the guarantee).
+	// are dropped (docs/guarantees.md: a restored journal voids the guarantee).
 	return nil
 }
 

@@ -228,7 +228,7 @@ func TestReadFunctionsMatchViews(t *testing.T) {
 	}
 	check("counter_totals(keys)", totals)
 
-	// The join shape the README gives: one lateral call per row.
+	// The join shape docs/sql.md gives: one lateral call per row.
 	var joined []estimateRow
 	for _, r := range queryTotals(t, db, `SELECT t.key, t.total
 FROM unnest($1::text[]) AS p(k) CROSS JOIN LATERAL counter_totals(ARRAY[p.k]) AS t`, asked) {
@@ -443,7 +443,7 @@ func TestReadPlansAt200kKeys(t *testing.T) {
 	exec(`DEALLOCATE ALL`)
 }
 
-// BenchmarkSQLReads compares, at 200,000 keys, the two reads the README
+// BenchmarkSQLReads compares, at 200,000 keys, the two reads docs/sql.md
 // gives through the views with the same reads through the functions:
 // 50 posts joined to their counts, and the top 10. It reports ms/op.
 func BenchmarkSQLReads(b *testing.B) {
