@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/counterd/counterd/internal/change"
@@ -67,45 +68,58 @@ var exactlyOnce = []subtest{
 var replay = []subtest{
 	{"AfterPartialCommit", func(t *testing.T, s Store) {
 		keys := laneKeys("r:", 3)
-		batch := func(seq uint64) []change.Change {
+		// Round seq adds seq to a total and a bucket in every lane, and
+		// with set, SETs a third key to 10 seq.
+		batch := func(seq uint64, set bool) []change.Change {
 			var b []change.Change
 			for l := range store.Lanes {
-				b = append(b,
-					inc(keys[l][0], int64(seq)),
-					change.Change{Key: keys[l][1], Kind: change.Minute, Bucket: t0, Delta: int64(seq)},
-					change.Change{Key: keys[l][2], Kind: change.Set, Delta: int64(seq) * 10})
+				b = append(b, inc(keys[l][0], int64(seq)),
+					change.Change{Key: keys[l][1], Kind: change.Minute, Bucket: t0, Delta: int64(seq)})
+				if set {
+					b = append(b, change.Change{Key: keys[l][2], Kind: change.Set, Delta: int64(seq) * 10})
+				}
 			}
 			return b
 		}
 		for seq := uint64(1); seq <= 4; seq++ {
-			apply(t, s, round("x", "g", seq), batch(seq)...)
+			apply(t, s, round("x", "g", seq), batch(seq, true)...)
 		}
-		// Round 5 committed lanes 3 and 8 only.
-		id := round("x", "g", 5)
-		if err := s.CommitLanes(testContext(t), id, batch(5), []int{3, 8}); err != nil {
-			t.Fatal(err)
-		}
-		m := marks(t, s, id.Identity)
-		for l, seq := range m {
-			if want := map[bool]uint64{true: 5, false: 4}[l == 3 || l == 8]; seq != want {
-				t.Fatalf("lane %d before the replay: watermark %d; want %d", l, seq, want)
+		// Round 5 committed lanes 3 and 8 only, round 6 (with SETs) lanes
+		// 0 and 15 only; each is replayed whole.
+		for _, r := range []struct {
+			seq   uint64
+			set   bool
+			lanes []int
+		}{{5, false, []int{3, 8}}, {6, true, []int{0, 15}}} {
+			id := round("x", "g", r.seq)
+			if err := s.CommitLanes(testContext(t), id, batch(r.seq, r.set), r.lanes); err != nil {
+				t.Fatal(err)
 			}
-		}
-		applyDup(t, s, id, false, batch(5)...)
-		applyDup(t, s, id, true, batch(5)...)
-		if m := marks(t, s, id.Identity); m != fill(5) {
-			t.Errorf("watermarks after the replay: got %v; want 5 in every lane", m)
+			for l, seq := range marks(t, s, id.Identity) {
+				want := r.seq - 1
+				if slices.Contains(r.lanes, l) {
+					want = r.seq
+				}
+				if seq != want {
+					t.Fatalf("lane %d before the replay of round %d: watermark %d; want %d", l, r.seq, seq, want)
+				}
+			}
+			applyDup(t, s, id, false, batch(r.seq, r.set)...)
+			applyDup(t, s, id, true, batch(r.seq, r.set)...)
+			if m := marks(t, s, id.Identity); m != fill(r.seq) {
+				t.Errorf("watermarks after the replay: got %v; want %d in every lane", m, r.seq)
+			}
 		}
 		want := map[string]int64{}
 		for l := range store.Lanes {
-			want[keys[l][0]] = 1 + 2 + 3 + 4 + 5
-			want[keys[l][2]] = 50
+			want[keys[l][0]] = 1 + 2 + 3 + 4 + 5 + 6
+			want[keys[l][2]] = 60
 		}
 		wantTotals(t, s, want)
 		for l := range store.Lanes {
 			b := readBuckets(t, s, keys[l][1], change.Minute, t0, t0)
-			if len(b.Buckets) != 1 || b.Buckets[0].Total != 15 {
-				t.Errorf("%s minute bucket: got %v; want 15", keys[l][1], b.Buckets)
+			if len(b.Buckets) != 1 || b.Buckets[0].Total != 21 {
+				t.Errorf("%s minute bucket: got %v; want 21", keys[l][1], b.Buckets)
 			}
 		}
 	}},
