@@ -86,9 +86,8 @@ var readWithPending = []subtest{
 			}
 			rounds = append(rounds, r)
 		}
-		// The reader reads again as soon as a round has committed, so
-		// reads and commits overlap.
-		done, committed := make(chan struct{}), make(chan struct{}, 1)
+		// The reader reads back to back, so reads and commits overlap.
+		done := make(chan struct{})
 		var wg sync.WaitGroup
 		t.Cleanup(wg.Wait) // after a failed read too
 		wg.Go(func() {
@@ -98,20 +97,14 @@ var readWithPending = []subtest{
 					t.Errorf("round %d: %v", r.seq, err)
 					return
 				}
-				select {
-				case committed <- struct{}{}:
-				default:
-				}
 			}
 		})
 		reads := 0
 		for stop := false; !stop; reads++ {
-			if reads > 0 {
-				select {
-				case <-done:
-					stop = true // one more read, after the last commit
-				case <-committed:
-				}
+			select {
+			case <-done:
+				stop = true // one more read, after the last commit
+			default:
 			}
 			snap, err := s.Read(testContext(t), names, []store.Identity{x})
 			if err != nil {
