@@ -122,7 +122,7 @@ func inc(key string, n int64) change.Change {
 	return change.Change{Key: key, Kind: change.Total, Delta: n}
 }
 
-// buckets sorts a bucket read by start.
+// sortBuckets sorts a bucket read by start.
 func sortBuckets(b []store.BucketValue) []store.BucketValue {
 	slices.SortFunc(b, func(x, y store.BucketValue) int { return int(x.Start - y.Start) })
 	return b

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
@@ -80,25 +79,7 @@ var setExpire = []subtest{
 		// A SET is exact whatever the store holds the key as, while its
 		// background work runs all along; other keys keep their
 		// increments.
-		ctx := testContext(t)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		var foldErr error
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if err := s.Fold(ctx); err != nil {
-					foldErr = err
-					return
-				}
-			}
-		})
-		halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
-		t.Cleanup(halt)
+		halt := foldWhile(testContext(t), t, s)
 		rng := rand.New(rand.NewPCG(3, 4))
 		id := store.BatchID{Identity: store.Identity{Instance: "set"}}
 		var other int64
@@ -120,9 +101,8 @@ var setExpire = []subtest{
 				t.Fatalf("variance after SET: got %v; want 0", e.Var)
 			}
 		}
-		halt()
-		if foldErr != nil {
-			t.Fatal(foldErr)
+		if err := halt(); err != nil {
+			t.Fatal(err)
 		}
 		if got := totals(t, s, "other")[0]; got != other {
 			t.Fatalf("other key: got %d; want %d", got, other)
