@@ -16,8 +16,8 @@
 // recorded. TAKE takes units from a lease in memory, journals a
 // change.Grant (Bucket = lease id) before replying, and the round that
 // flushes the journal records it against the lease exactly once per lane
-// (slots.writeGrants): size shrinks, the budget's units move from leased
-// to granted. So after the journal is flushed, size is exactly the units
+// (RecordGrants, in the round's own transaction): size shrinks, the
+// budget's units move from leased to granted. So after the journal is flushed, size is exactly the units
 // the daemon has not granted, which is why a restarted daemon, once its
 // replayed journal is committed, can return all of it (Manager.Run), and a
 // stopping one does the same after its final flush.

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
-	"github.com/counterd/counterd/internal/slots"
 )
 
 // clock is a test clock that moves only when told.
@@ -29,10 +30,6 @@ func (c *clock) Add(d time.Duration) {
 // once (as if each were flushed), and the lease ids they were taken from.
 func newTestManager(t *testing.T, db *pgtest.DB, clk *clock) (*Manager, func() []int64) {
 	t.Helper()
-	ss, err := slots.New(db.Pool, slots.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var leases []int64
 	m := New(NewStore(db.Pool), Options{
@@ -43,7 +40,11 @@ func newTestManager(t *testing.T, db *pgtest.DB, clk *clock) (*Manager, func() [
 			mu.Lock()
 			leases = append(leases, c.Bucket)
 			mu.Unlock()
-			_, err := ss.Apply(context.Background(), []change.Change{c})
+			// A round without lanes records every grant.
+			err := pgx.BeginFunc(context.Background(), db.Pool, func(tx pgx.Tx) error {
+				_, _, err := RecordGrants(context.Background(), tx, nil, Grants{Leases: []int64{c.Bucket}, Units: []int64{c.Delta}, Lanes: []int16{1}})
+				return err
+			})
 			return func(context.Context) error { return nil }, err
 		},
 		Replayed: func(context.Context) error { return nil },

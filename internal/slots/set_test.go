@@ -3,8 +3,6 @@ package slots_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,90 +11,8 @@ import (
 	"github.com/counterd/counterd/internal/store"
 )
 
-// A Set's compensation is exact: after it the key totals n, whatever slot
-// rows and base row held it, while folds run all along and move slot rows
-// into counters under it. Other keys keep their increments.
-func TestSetExactUnderConcurrentFold(t *testing.T) {
-	t.Parallel()
-	s, db := newStore(t, 4)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var wg sync.WaitGroup
-	var foldErr error
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			if _, err := s.Fold(ctx, slots.FoldOptions{Chunk: 3}); err != nil && ctx.Err() == nil {
-				foldErr = err
-				return
-			}
-		}
-	})
-	rng := rand.New(rand.NewPCG(3, 4))
-	id := store.Identity{Instance: "set"}
-	var other int64
-	seq := uint64(0)
-	for i := range 60 {
-		// Increments over several slot rows (separate writers), then a SET.
-		for range 3 {
-			d := rng.Int64N(100) - 30
-			other += 2
-			seq++
-			if _, err := s.ApplyOnce(ctx, store.BatchID{Identity: id, Seq: seq}, []change.Change{
-				{Key: "k", Kind: change.Total, Delta: d, Var: 2}, {Key: "other", Kind: change.Total, Delta: 2},
-			}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		n := int64(i*7 - 100)
-		seq++
-		if _, err := s.ApplyOnce(ctx, store.BatchID{Identity: id, Seq: seq}, []change.Change{{Key: "k", Kind: change.Set, Delta: n}}); err != nil {
-			t.Fatal(err)
-		}
-		if got := total(t, db, "k"); got != n {
-			t.Fatalf("after SET k %d (round %d): got %d; want %d", n, i, got, n)
-		}
-		est, err := s.Estimates(ctx, []string{"k"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if est[0].Var != 0 {
-			t.Fatalf("variance after SET: got %v; want 0", est[0].Var)
-		}
-	}
-	cancel()
-	wg.Wait()
-	if foldErr != nil {
-		t.Fatal(foldErr)
-	}
-	if got := total(t, db, "other"); got != other {
-		t.Fatalf("other key: got %d; want %d", got, other)
-	}
-}
-
-// A Set round retried or replayed is written once, like increments: the
-// second write would compensate against the new value and still give n,
-// but an increment committed in between must not be wiped.
-func TestSetExactlyOnce(t *testing.T) {
-	t.Parallel()
-	s, db := newStore(t, 4)
-	ctx := context.Background()
-	a := store.BatchID{Identity: store.Identity{Instance: "a"}, Seq: 1}
-	b := store.BatchID{Identity: store.Identity{Instance: "b"}, Seq: 1}
-	mustApply(t, s, b, change.Change{Key: "k", Kind: change.Total, Delta: 10})
-	mustApply(t, s, a, change.Change{Key: "k", Kind: change.Set, Delta: 3})
-	b.Seq++
-	mustApply(t, s, b, change.Change{Key: "k", Kind: change.Total, Delta: 4})
-	res, err := s.ApplyOnce(ctx, a, []change.Change{{Key: "k", Kind: change.Set, Delta: 3}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Duplicate {
-		t.Fatalf("replayed SET: got %+v; want a duplicate", res)
-	}
-	if got := total(t, db, "k"); got != 7 {
-		t.Fatalf("got %d; want 7 (SET 3, then +4 from another daemon)", got)
-	}
-}
+// That a SET is exact under concurrent folds, and written exactly once,
+// is checked by the conformance suite (SetExpire/UnderFold, ExactlyOnce).
 
 func mustApply(t *testing.T, s *slots.Store, id store.BatchID, cs ...change.Change) {
 	t.Helper()

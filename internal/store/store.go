@@ -1,12 +1,3 @@
-// Package store is the contract between the daemon's memory and the
-// database it writes rounds into: the Store interface, and the values
-// that cross it (round identities, lanes and their watermarks, what a
-// read saw, and the errors a store may return).
-//
-// internal/pending holds rounds and reads through a Store; internal/slots
-// is the PostgreSQL store. A new store (for example one spread over
-// several PostgreSQL servers) implements Store and passes the conformance
-// suite in internal/store/storetest.
 package store
 
 import (
@@ -35,7 +26,8 @@ type Store interface {
 	// stored count over the buckets of kind k starting at or after since,
 	// and the stored count of each of keys.
 	ReadTop(ctx context.Context, prefix string, k change.Kind, since int64, n int, keys []string, ids []Identity) (TopSnapshot, error)
-	// Overflows counts stored totals beyond int64.
+	// Overflows counts stored totals beyond int64 (a store may count a
+	// total only once its background work has folded it).
 	Overflows(ctx context.Context) (int64, error)
 }
 
