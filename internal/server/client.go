@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"slices"
@@ -98,44 +99,53 @@ func fdOf(c net.Conn) int {
 	return fd
 }
 
-// client answers CLIENT subcommands.
-func (c *session) client(sub *cmdSpec, args [][]byte) {
+// CLIENT subcommands.
+
+func (c *session) clientID(context.Context, [][]byte) error {
+	c.out = resp.AppendInt(c.out, c.conn.id)
+	return nil
+}
+
+func (c *session) clientGetName(context.Context, [][]byte) error {
 	st := &c.conn
-	switch sub.name {
-	case "client|id":
-		c.out = resp.AppendInt(c.out, st.id)
-	case "client|getname":
-		st.mu.Lock()
-		name := st.name
-		st.mu.Unlock()
-		if name == "" {
-			c.out = appendNull(c.out, st.resp3)
-			return
-		}
-		c.out = resp.AppendBulkString(c.out, name)
-	case "client|setname":
-		if !validName(args[2]) {
-			c.fail(errBadName)
-			return
-		}
-		st.mu.Lock()
-		st.name = string(args[2])
-		st.mu.Unlock()
-		c.out = resp.AppendOK(c.out)
-	case "client|setinfo":
-		c.setInfo(args[2], args[3])
-	case "client|info":
-		c.out = appendText(c.out, st.resp3, c.s.clientLine(c)+"\n")
-	case "client|list":
-		c.clientList(args[2:])
-	case "client|tracking":
-		if len(args) == 3 && is(args[2], "OFF") {
-			c.out = resp.AppendOK(c.out) // nothing to turn off
-			return
-		}
-		c.fail("ERR client-side caching is not supported: counterd's counts change without notice " +
-			"and it sends no invalidations, so cached values would go stale; disable client-side caching (client tracking) for counterd")
+	st.mu.Lock()
+	name := st.name
+	st.mu.Unlock()
+	if name == "" {
+		c.out = appendNull(c.out, st.resp3)
+		return nil
 	}
+	c.out = resp.AppendBulkString(c.out, name)
+	return nil
+}
+
+func (c *session) clientSetName(_ context.Context, args [][]byte) error {
+	if !validName(args[2]) {
+		c.fail(errBadName)
+		return nil
+	}
+	st := &c.conn
+	st.mu.Lock()
+	st.name = string(args[2])
+	st.mu.Unlock()
+	c.out = resp.AppendOK(c.out)
+	return nil
+}
+
+func (c *session) clientInfo(context.Context, [][]byte) error {
+	c.out = appendText(c.out, c.conn.resp3, c.s.clientLine(c)+"\n")
+	return nil
+}
+
+// clientTracking refuses client-side caching; turning it off is fine.
+func (c *session) clientTracking(_ context.Context, args [][]byte) error {
+	if len(args) == 3 && is(args[2], "OFF") {
+		c.out = resp.AppendOK(c.out) // nothing to turn off
+		return nil
+	}
+	c.fail("ERR client-side caching is not supported: counterd's counts change without notice " +
+		"and it sends no invalidations, so cached values would go stale; disable client-side caching (client tracking) for counterd")
+	return nil
 }
 
 // errBadName is Redis's reply to a client name it refuses.
@@ -152,7 +162,9 @@ func validName(b []byte) bool {
 	return true
 }
 
-func (c *session) setInfo(attr, val []byte) {
+// clientSetInfo answers CLIENT SETINFO LIB-NAME|LIB-VER value.
+func (c *session) clientSetInfo(_ context.Context, args [][]byte) error {
+	attr, val := args[2], args[3]
 	st := &c.conn
 	var dst *string
 	switch {
@@ -162,49 +174,25 @@ func (c *session) setInfo(attr, val []byte) {
 		dst = &st.libVer
 	default:
 		c.fail(fmt.Sprintf("ERR Unrecognized option '%s'", clip(attr)))
-		return
+		return nil
 	}
 	if !validName(val) {
 		c.fail(fmt.Sprintf("ERR %s cannot contain spaces, newlines or special characters.", strings.ToLower(string(attr))))
-		return
+		return nil
 	}
 	st.mu.Lock()
 	*dst = string(val)
 	st.mu.Unlock()
 	c.out = resp.AppendOK(c.out)
+	return nil
 }
 
 // clientList answers CLIENT LIST [TYPE type] [ID id ...].
-func (c *session) clientList(opts [][]byte) {
-	var ids []int64
-	normal := true
-	for i := 0; i < len(opts); i++ {
-		switch {
-		case is(opts[i], "TYPE") && i+1 < len(opts):
-			t := opts[i+1]
-			switch {
-			case is(t, "normal"):
-			case is(t, "master"), is(t, "replica"), is(t, "slave"), is(t, "pubsub"):
-				normal = false
-			default:
-				c.fail(fmt.Sprintf("ERR Unknown client type '%s'", clip(t)))
-				return
-			}
-			i++
-		case is(opts[i], "ID") && i+1 < len(opts):
-			for _, a := range opts[i+1:] {
-				id, ok := resp.ParseInt(a)
-				if !ok || id < 1 {
-					c.fail("ERR Invalid client ID")
-					return
-				}
-				ids = append(ids, id)
-			}
-			i = len(opts)
-		default:
-			c.fail("ERR syntax error")
-			return
-		}
+func (c *session) clientList(_ context.Context, args [][]byte) error {
+	ids, normal, msg := clientListOptions(args[2:])
+	if msg != "" {
+		c.fail(msg)
+		return nil
 	}
 	var b strings.Builder
 	if normal {
@@ -214,6 +202,40 @@ func (c *session) clientList(opts [][]byte) {
 		}
 	}
 	c.out = appendText(c.out, c.conn.resp3, b.String())
+	return nil
+}
+
+// clientListOptions parses CLIENT LIST's options: the ids asked for (all
+// when none), whether normal clients (the only kind counterd has) are
+// asked for, or the error reply.
+func clientListOptions(opts [][]byte) (ids []int64, normal bool, msg string) {
+	normal = true
+	for i := 0; i < len(opts); i++ {
+		switch {
+		case is(opts[i], "TYPE") && i+1 < len(opts):
+			t := opts[i+1]
+			switch {
+			case is(t, "normal"):
+			case is(t, "master"), is(t, "replica"), is(t, "slave"), is(t, "pubsub"):
+				normal = false
+			default:
+				return nil, false, fmt.Sprintf("ERR Unknown client type '%s'", clip(t))
+			}
+			i++
+		case is(opts[i], "ID") && i+1 < len(opts):
+			for _, a := range opts[i+1:] {
+				id, ok := resp.ParseInt(a)
+				if !ok || id < 1 {
+					return nil, false, "ERR Invalid client ID"
+				}
+				ids = append(ids, id)
+			}
+			i = len(opts)
+		default:
+			return nil, false, "ERR syntax error"
+		}
+	}
+	return ids, normal, ""
 }
 
 // sessions returns the open sessions with the given ids (all when ids is

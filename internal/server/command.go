@@ -1,12 +1,12 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"github.com/counterd/counterd/internal/change"
@@ -16,59 +16,63 @@ import (
 
 const errNotInt = "ERR value is not an integer or out of range"
 
-// exec runs one command: an increment joins the session's group; any
-// other command first ends the group, then appends its reply. Inside
-// MULTI every command is queued instead (multi.go). A non-nil
-// error ends the connection after the replies are written.
-func (c *session) exec(ctx context.Context, args [][]byte) error {
-	c.s.m.commands.Inc()
-	if !c.conn.needAuth && c.tx == nil && (c.incr(args) || c.take(args)) {
-		return nil
-	}
-	c.endGroup(ctx)
-	if !c.conn.needAuth && c.transaction(ctx, args) {
-		return nil
-	}
-	if c.connCommand(args) {
-		return nil
-	}
-	var err error
-	c.out, err = c.s.exec(ctx, c.out, args)
-	return err
+// deltaFunc is an increment command's amount: fixed (INCR 1, DECR -1) or
+// its argument (INCRBY n, DECRBY -n), or the error reply for an amount it
+// cannot add. Its fast path, its handler and its queueing inside MULTI
+// all derive from it (counter, in table.go).
+type deltaFunc func(args [][]byte) (int64, string)
+
+func fixedDelta(d int64) deltaFunc {
+	return func([][]byte) (int64, string) { return d, "" }
 }
 
-// incr adds a well-formed increment command to the group and reports
-// whether it did; anything else, including errors, is left to exec.
-func (c *session) incr(args [][]byte) bool {
-	name := args[0]
-	var d int64
-	var spec *cmdSpec
-	switch {
-	case len(args) == 2 && is(name, "INCR"):
-		d, spec = 1, cmdIncr
-	case len(args) == 2 && is(name, "DECR"):
-		d, spec = -1, cmdDecr
-	case len(args) == 3 && is(name, "INCRBY"):
+// argDelta is sign times the call's third argument.
+func argDelta(sign int64) deltaFunc {
+	return func(args [][]byte) (int64, string) {
 		n, ok := resp.ParseInt(args[2])
-		if !ok {
-			return false
+		switch {
+		case !ok:
+			return 0, errNotInt
+		case sign < 0 && n == math.MinInt64: // it has no negation
+			return 0, "ERR decrement would overflow"
 		}
-		d, spec = n, cmdIncrBy
-	case len(args) == 3 && is(name, "DECRBY"):
-		n, ok := resp.ParseInt(args[2])
-		if !ok || n == math.MinInt64 {
-			return false
-		}
-		d, spec = -n, cmdDecrBy
-	default:
+		return sign * n, ""
+	}
+}
+
+// fast adds a well-formed increment to the group and reports whether it
+// did; anything else, including errors, is left to run.
+func (d deltaFunc) fast(c *session, spec *cmdSpec, args [][]byte) bool {
+	if len(args) != spec.arity {
 		return false
 	}
-	if checkKey(args[1]) != nil {
+	n, msg := d(args)
+	if msg != "" || checkKey(args[1]) != nil {
 		return false
 	}
 	c.conn.lastCmd.Store(spec)
-	c.group = append(c.group, c.s.sample(args[1], d))
+	c.group = append(c.group, c.s.sample(args[1], n))
 	return true
+}
+
+// run answers an increment the fast path refused: why it did.
+func (d deltaFunc) run(c *session, _ context.Context, args [][]byte) error {
+	if _, msg := d(args); msg != "" {
+		c.fail(msg)
+		return nil
+	}
+	if err := checkKey(args[1]); err != nil {
+		c.fail(err.Error())
+		return nil
+	}
+	c.fail("ERR BUG: increment refused without a reason")
+	return nil
+}
+
+// queue checks an increment inside MULTI.
+func (d deltaFunc) queue(args [][]byte, _ time.Time) (txCmd, [][]byte, string) {
+	n, msg := d(args)
+	return txCmd{effect: txIncr, delta: n, reply: replyIncr}, args[1:2], msg
 }
 
 // sample observes one increment event of weight d and, when its key is hot
@@ -101,113 +105,27 @@ func (s *Server) sample(key []byte, d int64) change.Change {
 	return it
 }
 
-// exec runs a command that is not a well-formed increment and appends its
-// reply to out.
-func (s *Server) exec(ctx context.Context, out []byte, args [][]byte) ([]byte, error) {
-	name := args[0]
-	switch {
-	case is(name, "INCR"), is(name, "DECR"):
-		if len(args) != 2 {
-			return wrongArity(out, name), nil
-		}
-		return s.badIncr(out, args[1]), nil
-	case is(name, "INCRBY"), is(name, "DECRBY"):
-		if len(args) != 3 {
-			return wrongArity(out, name), nil
-		}
-		d, ok := resp.ParseInt(args[2])
-		if !ok {
-			s.m.commandErrors.Inc()
-			return resp.AppendError(out, errNotInt), nil
-		}
-		if is(name, "DECRBY") && d == math.MinInt64 { // it has no negation
-			s.m.commandErrors.Inc()
-			return resp.AppendError(out, "ERR decrement would overflow"), nil
-		}
-		return s.badIncr(out, args[1]), nil
-	case is(name, "GET"):
-		if len(args) != 2 {
-			return wrongArity(out, name), nil
-		}
-		return s.get(ctx, out, args[1:], false), nil
-	case is(name, "MGET"):
-		if len(args) < 2 {
-			return wrongArity(out, name), nil
-		}
-		return s.get(ctx, out, args[1:], true), nil
-	case is(name, "COUNT"):
-		if len(args) < 2 {
-			return wrongArity(out, name), nil
-		}
-		return s.countCmd(ctx, out, args), nil
-	case is(name, "RANGE"):
-		if len(args) != 4 {
-			return wrongArity(out, name), nil
-		}
-		return s.rangeCmd(ctx, out, args), nil
-	case is(name, "TOP"):
-		if len(args) != 5 {
-			return wrongArity(out, name), nil
-		}
-		return s.top(ctx, out, args), nil
-	case is(name, "HOT"):
-		if len(args) != 1 {
-			return wrongArity(out, name), nil
-		}
-		return s.hot(out), nil
-	case is(name, "FLUSH"):
-		if len(args) != 1 {
-			return wrongArity(out, name), nil
-		}
-		return s.flush(ctx, out), nil
-	case is(name, "PING"):
-		switch len(args) {
-		case 1:
-			return resp.AppendSimple(out, "PONG"), nil
-		case 2:
-			return resp.AppendBulk(out, args[1]), nil
-		}
-		return wrongArity(out, name), nil
-	case is(name, "QUIT"):
-		return resp.AppendOK(out), errQuit
-	}
-	if out, ok := s.budgetCommand(ctx, out, args); ok {
-		return out, nil
-	}
-	if out, ok := s.resetCommand(ctx, out, args); ok {
-		return out, nil
-	}
-	// Connection and admin commands (HELLO, CLIENT, COMMAND, INFO...) are
-	// answered by session.connCommand, which also refuses unknown names
-	// before they reach here.
-	s.m.commandErrors.Inc()
-	return resp.AppendError(out, unknown(args)), nil
+// getCmd answers GET key: the total as a bulk string.
+func (c *session) getCmd(ctx context.Context, args [][]byte) error {
+	c.out = c.s.get(ctx, c.out, args[1:], false)
+	return nil
 }
 
-// badIncr answers an increment that session.incr refused for its key.
-func (s *Server) badIncr(out, key []byte) []byte {
-	s.m.commandErrors.Inc()
-	if err := checkKey(key); err != nil {
-		return resp.AppendError(out, err.Error())
-	}
-	return resp.AppendError(out, "ERR BUG: increment refused without a reason")
+// mget answers MGET key...: an array of totals.
+func (c *session) mget(ctx context.Context, args [][]byte) error {
+	c.out = c.s.get(ctx, c.out, args[1:], true)
+	return nil
 }
 
 func (s *Server) get(ctx context.Context, out []byte, keys [][]byte, array bool) []byte {
-	names := make([]string, len(keys))
-	for i, k := range keys {
-		if err := checkKey(k); err != nil {
-			s.m.commandErrors.Inc()
-			return resp.AppendError(out, err.Error())
-		}
-		names[i] = string(k)
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
-	est, err := s.buf.Estimates(ctx, names)
-	if err != nil {
+	names, msg := keyNames(keys)
+	if msg != "" {
 		s.m.commandErrors.Inc()
-		return resp.AppendError(out, fmt.Sprintf("ERR read totals: %v", err))
+		return resp.AppendError(out, msg)
+	}
+	est, msg := s.read(ctx, names)
+	if msg != "" {
+		return resp.AppendError(out, msg)
 	}
 	if array {
 		out = resp.AppendArrayHeader(out, len(est))
@@ -232,22 +150,26 @@ func (s *Server) count(ctx context.Context, out, key []byte) []byte {
 		s.m.commandErrors.Inc()
 		return resp.AppendError(out, err.Error())
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
-	est, err := s.buf.Estimates(ctx, []string{string(key)})
-	if err == nil {
-		err = est[0].Overflow
+	est, msg := s.read(ctx, []string{string(key)})
+	if msg != "" {
+		return resp.AppendError(out, msg)
 	}
-	if err != nil {
+	if est[0].Overflow != nil {
 		s.m.commandErrors.Inc()
-		return resp.AppendError(out, fmt.Sprintf("ERR read totals: %v", err))
+		return resp.AppendError(out, fmt.Sprintf("ERR read totals: %v", est[0].Overflow))
 	}
 	return appendCount(out, est[0])
 }
 
-// hot answers HOT: the hot keys, hottest first, each as [key, rate per
-// second, N].
-func (s *Server) hot(out []byte) []byte {
+// hot answers HOT.
+func (c *session) hot(context.Context, [][]byte) error {
+	c.out = c.s.appendHot(c.out)
+	return nil
+}
+
+// appendHot appends HOT's reply: the hot keys, hottest first, each as
+// [key, rate per second, N].
+func (s *Server) appendHot(out []byte) []byte {
 	if s.opts.Hot == nil {
 		return resp.AppendArrayHeader(out, 0)
 	}
@@ -266,40 +188,15 @@ func (s *Server) hot(out []byte) []byte {
 	return out
 }
 
-func (s *Server) flush(ctx context.Context, out []byte) []byte {
+// flush answers FLUSH: OK once everything accepted before it is committed.
+func (c *session) flush(ctx context.Context, _ [][]byte) error {
+	s := c.s
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	if err := s.buf.Flush(ctx); err != nil {
-		s.m.commandErrors.Inc()
-		return resp.AppendError(out, fmt.Sprintf("ERR flush not confirmed within %s; increments are kept and retried: %v", s.opts.Timeout, err))
+		c.fail(fmt.Sprintf("ERR flush not confirmed within %s; increments are kept and retried: %v", s.opts.Timeout, err))
+		return nil
 	}
-	return resp.AppendOK(out)
-}
-
-func is(name []byte, cmd string) bool {
-	return len(name) == len(cmd) && bytes.EqualFold(name, []byte(cmd))
-}
-
-func wrongArity(out, name []byte) []byte {
-	return resp.AppendError(out, "ERR wrong number of arguments for '"+string(bytes.ToLower(name))+"' command")
-}
-
-// unknown words the error as Redis does, quoting at most a few arguments.
-func unknown(args [][]byte) string {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "ERR unknown command '%s', with args beginning with:", clip(args[0]))
-	for i, a := range args[1:] {
-		if i == 3 {
-			break
-		}
-		fmt.Fprintf(&b, " '%s'", clip(a))
-	}
-	return b.String()
-}
-
-func clip(b []byte) string {
-	if len(b) > 64 {
-		return string(b[:64]) + "..."
-	}
-	return string(b)
+	c.out = resp.AppendOK(c.out)
+	return nil
 }

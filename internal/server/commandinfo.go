@@ -1,52 +1,67 @@
 package server
 
 import (
+	"context"
+
 	"github.com/counterd/counterd/internal/resp"
 )
 
-// command answers COMMAND and its subcommands, all generated from
-// commandTable.
-func (c *session) command(spec *cmdSpec, args [][]byte) {
-	r3 := c.conn.resp3
-	switch spec.name {
-	case "command":
-		c.out = appendCommandInfos(c.out, r3, commandTable)
-	case "command|count":
-		c.out = resp.AppendInt(c.out, int64(len(commandTable)))
-	case "command|list":
-		if len(args) > 2 {
-			c.fail("ERR syntax error (counterd's COMMAND LIST takes no filter)")
-			return
-		}
-		c.out = resp.AppendArrayHeader(c.out, len(commandTable))
-		for _, s := range commandTable {
-			c.out = resp.AppendBulkString(c.out, s.name)
-		}
-	case "command|info":
-		if len(args) == 2 {
-			c.out = appendCommandInfos(c.out, r3, commandTable)
-			return
-		}
-		c.out = resp.AppendArrayHeader(c.out, len(args)-2)
-		for _, name := range args[2:] {
-			if s := lookupFull(name); s != nil {
-				c.out = appendCommandInfo(c.out, r3, s)
-			} else {
-				c.out = appendNull(c.out, r3)
-			}
-		}
-	case "command|docs":
-		specs := commandTable
-		if len(args) > 2 {
-			specs = nil
-			for _, name := range args[2:] {
-				if s := lookupFull(name); s != nil { // unknown names are left out, as Redis does
-					specs = append(specs, s)
-				}
-			}
-		}
-		c.out = appendDocs(c.out, r3, specs)
+// COMMAND and its subcommands, all generated from the command table.
+
+// command answers COMMAND: every command's description.
+func (c *session) command(context.Context, [][]byte) error {
+	c.out = appendCommandInfos(c.out, c.conn.resp3, commands.all)
+	return nil
+}
+
+func (c *session) commandCount(context.Context, [][]byte) error {
+	c.out = resp.AppendInt(c.out, int64(len(commands.all)))
+	return nil
+}
+
+func (c *session) commandList(_ context.Context, args [][]byte) error {
+	if len(args) > 2 {
+		c.fail("ERR syntax error (counterd's COMMAND LIST takes no filter)")
+		return nil
 	}
+	c.out = resp.AppendArrayHeader(c.out, len(commands.all))
+	for _, s := range commands.all {
+		c.out = resp.AppendBulkString(c.out, s.name)
+	}
+	return nil
+}
+
+// commandInfo answers COMMAND INFO [name ...]: a null for an unknown name.
+func (c *session) commandInfo(_ context.Context, args [][]byte) error {
+	r3 := c.conn.resp3
+	if len(args) == 2 {
+		c.out = appendCommandInfos(c.out, r3, commands.all)
+		return nil
+	}
+	c.out = resp.AppendArrayHeader(c.out, len(args)-2)
+	for _, name := range args[2:] {
+		if s := lookupFull(name); s != nil {
+			c.out = appendCommandInfo(c.out, r3, s)
+		} else {
+			c.out = appendNull(c.out, r3)
+		}
+	}
+	return nil
+}
+
+// commandDocs answers COMMAND DOCS [name ...].
+func (c *session) commandDocs(_ context.Context, args [][]byte) error {
+	specs := commands.all
+	if len(args) > 2 {
+		specs = nil
+		for _, name := range args[2:] {
+			if s := lookupFull(name); s != nil { // unknown names are left out, as Redis does
+				specs = append(specs, s)
+			}
+		}
+	}
+	c.out = appendDocs(c.out, c.conn.resp3, specs)
+	return nil
 }
 
 func appendCommandInfos(dst []byte, r3 bool, specs []*cmdSpec) []byte {

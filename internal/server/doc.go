@@ -19,13 +19,19 @@
 // Options.MaxConns a new connection gets Redis's "max number of clients
 // reached" and is closed.
 //
-// Every command is listed once, in table.go's commandTable (name, arity,
-// flags, key positions, summary). Dispatch looks names up there, so an
-// unknown command, a wrong number of arguments and a connection that has
-// not given COUNTERD_PASSWORD are refused from it as Redis refuses them,
-// and COMMAND, COMMAND INFO and COMMAND DOCS are generated from it. The
-// well-formed INCR is the exception: it is recognised before any lookup,
-// so the hot path stays free of allocations and table scans.
+// Every command is declared once, in table.go's commandTable: name,
+// arity, flags, key positions and summary as Redis reports them, its
+// handler, and counterd's own flags (blocking, what it does inside MULTI,
+// its fast path). Dispatch (dispatch.go) is one path for a connection
+// served by a goroutine, by an event loop and inside MULTI: fast path,
+// lookup, arity, authentication, policy, handler. So an unknown command,
+// a wrong number of arguments, a connection that has not given
+// COUNTERD_PASSWORD and a command refused inside MULTI are answered from
+// the table as Redis answers them, and COMMAND, COMMAND INFO and COMMAND
+// DOCS are generated from it. The fast path comes first: a well-formed
+// INCR (or TAKE with a lease in hand) joins the connection's group before
+// any lookup, so the hot path stays free of allocations and map lookups.
+// Adding a command is one table entry and one handler.
 //
 // A connection speaks RESP2 until HELLO 3, then RESP3: the replies whose
 // type differs (HELLO, CONFIG GET and COMMAND DOCS are maps, nulls are
@@ -37,8 +43,9 @@
 // (id, protocol, name, library, authentication) is the session's
 // connState; the registry lists open sessions for CLIENT LIST.
 //
-// MULTI/EXEC (multi.go) queues commands, checked as they arrive, and EXEC
-// accepts all their increments as one journal record or none of them.
+// MULTI/EXEC (multi.go) queues the commands the table allows, checked as
+// they arrive, and EXEC accepts all their changes as one journal record
+// or none of them (multi_exec.go).
 //
 // With Options.IO "loop" (COUNTERD_IO=loop, the daemon's default on
 // Linux) connections are served by event loops instead (loop_linux.go,
@@ -53,9 +60,9 @@
 // writes the replies. Checking
 // the concatenated groups gives each item the error separate calls would.
 // Any other command ends a connection's part of the pass; it runs on the
-// loop if it cannot wait (PING, HELLO, CLIENT, queueing inside MULTI...),
-// else on a goroutine while the loop keeps off that connection, which
-// keeps its replies in order. Replies the socket does not take wait in a
+// loop unless the table marks it blocking (PING, HELLO, CLIENT, queueing
+// inside MULTI... run there), else on a goroutine while the loop keeps
+// off that connection, which keeps its replies in order. Replies the socket does not take wait in a
 // per-connection buffer written on EPOLLOUT; past half of
 // Options.OutputLimit the connection is neither read nor parsed, the
 // outbox's backpressure. A connection without a descriptor (net.Pipe in

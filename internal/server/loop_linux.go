@@ -30,7 +30,8 @@ import (
 // A connection that reaches any other command stops there for the pass.
 // Commands that cannot wait on anything (PING, HELLO, CLIENT, queueing
 // inside MULTI...) run on the loop after the pass's group is accepted;
-// every other one (GET, FLUSH, EXEC, TAKE's slow path, SET...) and every
+// those the command table marks blocking (GET, FLUSH, EXEC, TAKE's slow
+// path, SET...) and every
 // confirmation wait (COUNTERD_FSYNC=always, COUNTERD_ACK=commit) runs on
 // a goroutine while the loop neither reads nor parses that connection,
 // which then comes back through the loop's inbox; replies stay in order.
@@ -236,40 +237,10 @@ func (l *eloop) run() {
 			l.s.opts.Logger.Error("epoll_wait failed; closing the loop's connections", "err", err)
 			return
 		}
-		for _, ev := range l.events[:max(n, 0)] {
-			if int(ev.Fd) == l.evfd {
-				var b [8]byte
-				_, _ = unix.Read(l.evfd, b[:])
-				continue
-			}
-			c := l.conns[int(ev.Fd)]
-			if c == nil {
-				continue
-			}
-			if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-				c.readable = true
-				l.mark(c)
-			}
-			if ev.Events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 && len(c.pend) > 0 {
-				l.flushPend(c)
-			}
-		}
+		l.handle(l.events[:max(n, 0)])
 		l.takeInbox()
-		if l.hard.Load() {
-			for _, c := range l.conns {
-				if !c.busy {
-					l.close(c)
-				}
-			}
-			if l.exit.Load() {
-				return
-			}
-		}
-		if l.draining.Load() && !l.drainSeen {
-			l.drainSeen = true
-			for _, c := range l.conns {
-				l.mark(c) // each answers what it read, then closes
-			}
+		if l.stopping() {
+			return
 		}
 		l.pass()
 		if now := time.Now(); now.Sub(lastTick) >= loopTick {
@@ -277,6 +248,52 @@ func (l *eloop) run() {
 			l.writeTimeouts(now)
 		}
 	}
+}
+
+// handle takes what epoll reported: input to read (the next pass), room
+// for replies waiting, or the eventfd's wake-up.
+func (l *eloop) handle(events []unix.EpollEvent) {
+	for _, ev := range events {
+		if int(ev.Fd) == l.evfd {
+			var b [8]byte
+			_, _ = unix.Read(l.evfd, b[:])
+			continue
+		}
+		c := l.conns[int(ev.Fd)]
+		if c == nil {
+			continue
+		}
+		if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			c.readable = true
+			l.mark(c)
+		}
+		if ev.Events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 && len(c.pend) > 0 {
+			l.flushPend(c)
+		}
+	}
+}
+
+// stopping acts on shutdown: closeAll and stop close every connection not
+// busy (stop also ends the loop: stopping reports true); drain queues
+// each connection once more to answer what it read, then close.
+func (l *eloop) stopping() bool {
+	if l.hard.Load() {
+		for _, c := range l.conns {
+			if !c.busy {
+				l.close(c)
+			}
+		}
+		if l.exit.Load() {
+			return true
+		}
+	}
+	if l.draining.Load() && !l.drainSeen {
+		l.drainSeen = true
+		for _, c := range l.conns {
+			l.mark(c) // each answers what it read, then closes
+		}
+	}
+	return false
 }
 
 // mark queues c for the next pass.

@@ -143,7 +143,7 @@ func (l *eloop) scan(c *lconn) {
 			sess.conn.touch(l.s.reg.now())
 			continue
 		}
-		if !sess.conn.needAuth && sess.tx == nil && (sess.incr(args) || sess.take(args)) {
+		if sess.fastPath(args) {
 			l.s.m.commands.Inc()
 			continue
 		}
@@ -206,11 +206,11 @@ func (l *eloop) confirm(c *lconn, t pending.Ticket, errs []error) {
 	}()
 }
 
-// runCmd runs the command c's scan stopped at: on the loop when it cannot
-// wait on anything, else on a goroutine.
+// runCmd runs the command c's scan stopped at: on the loop unless the
+// table marks it blocking (session.blocks), else on a goroutine.
 func (l *eloop) runCmd(c *lconn) {
 	args := c.cmd
-	if quick(c.sess, args) {
+	if !c.sess.blocks(args) {
 		c.cmd = nil
 		l.after(c, c.sess.exec(l.ctx, args))
 		return
@@ -221,32 +221,6 @@ func (l *eloop) runCmd(c *lconn) {
 		c.cmd = nil
 		l.send(c)
 	}()
-}
-
-// quick reports whether args runs without waiting on the journal's fsync,
-// the database or a lease: such commands run on the loop.
-func quick(sess *session, args [][]byte) bool {
-	if sess.conn.needAuth {
-		return true // refused, or AUTH/HELLO
-	}
-	name := args[0]
-	if sess.tx != nil {
-		return !is(name, "EXEC") // queued and checked, not run
-	}
-	for _, q := range quickCommands {
-		if is(name, q) {
-			return true
-		}
-	}
-	return false
-}
-
-// quickCommands never wait. Increments that reach runCmd are malformed
-// ones, answered with an error.
-var quickCommands = []string{
-	"PING", "ECHO", "HELLO", "AUTH", "SELECT", "TIME", "DBSIZE", "INFO",
-	"CLIENT", "COMMAND", "CONFIG", "MULTI", "DISCARD", "WATCH", "UNWATCH",
-	"HOT", "QUIT", "INCR", "INCRBY", "DECR", "DECRBY",
 }
 
 // after handles the end of one command on c.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -8,8 +9,8 @@ import (
 )
 
 // selectDB answers SELECT: counterd has database 0 only.
-func (c *session) selectDB(arg []byte) {
-	n, ok := resp.ParseInt(arg)
+func (c *session) selectDB(_ context.Context, args [][]byte) error {
+	n, ok := resp.ParseInt(args[1])
 	switch {
 	case !ok:
 		c.fail(errNotInt)
@@ -18,6 +19,7 @@ func (c *session) selectDB(arg []byte) {
 	default:
 		c.out = resp.AppendOK(c.out)
 	}
+	return nil
 }
 
 // appendTime appends TIME's reply: seconds and microseconds, as two bulk
@@ -32,10 +34,12 @@ func appendTime(dst []byte, t time.Time) []byte {
 // configGet answers CONFIG GET with an empty value for each name:
 // counterd has no Redis configuration, and redis-benchmark asks for save
 // and appendonly on start. A map in RESP3.
-func (c *session) configGet(names [][]byte) {
+func (c *session) configGet(_ context.Context, args [][]byte) error {
+	names := args[2:]
 	c.out = appendMapHeader(c.out, c.conn.resp3, len(names))
 	for _, p := range names {
 		c.out = resp.AppendBulk(c.out, p)
 		c.out = resp.AppendBulkString(c.out, "")
 	}
+	return nil
 }

@@ -1,21 +1,20 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"math"
-	"strings"
 	"time"
 
 	"github.com/counterd/counterd/internal/resp"
 )
 
-// MULTI/EXEC. Commands between MULTI and EXEC are validated when they
-// arrive and queued, with copies of their keys (a transaction outlives the
-// read buffer). EXEC accepts all the queued increments with one
+// MULTI/EXEC. Commands between MULTI and EXEC go through dispatch as any
+// other (lookup, arity, policy: dispatch.go); those the table marks
+// multiQueued are checked by their queue function when they arrive and
+// queued, with copies of their keys (a transaction outlives the read
+// buffer). EXEC accepts all the queued changes with one
 // pending.Buffer.AddAll call, so they are one journal record, applied
 // whole or not at all, then answers the reads as of their position in the
-// transaction.
+// transaction (multi_exec.go).
 
 // maxTxKeys bounds the keys one transaction may queue, so a client cannot
 // grow a connection's memory without end; it also keeps EXEC's journal
@@ -39,29 +38,34 @@ const (
 	errWindowInMulti = "ERR COUNT ... SINCE, RANGE and TOP are not allowed inside MULTI; send them after EXEC"
 )
 
-// txKind is what a queued command does at EXEC.
-type txKind uint8
+// txEffect is what a queued command does to its keys at EXEC.
+type txEffect uint8
 
 const (
-	txIncr txKind = iota
-	txGet
-	txMGet
-	txCount
-	txHot
-	txPing
-	txPingMsg
-	txUnwatch
-	txSet // SET key n [EX...]: delta is n, at the expiry (unix second, 0: none)
-	txDel // DEL key...
+	txNoKeys txEffect = iota // PING, HOT, UNWATCH
+	txIncr                   // adds delta to keys[0]
+	txSet                    // sets keys[0] to delta, expiring at `at` (unix second; 0: never)
+	txDel                    // zeroes its keys, reading them first for its reply
+	txReads                  // reads its keys: GET, MGET, COUNT
 )
 
 // txCmd is one queued command.
 type txCmd struct {
-	kind  txKind
-	delta int64    // txIncr, txSet
-	at    int64    // txSet
-	keys  []string // txIncr (one), txGet, txMGet, txCount; txPingMsg: the message
+	effect txEffect
+	delta  int64    // txIncr, txSet
+	at     int64    // txSet
+	keys   []string // the transaction's copies of the command's keys
+	msg    string   // PING's message
+	// reply appends the command's element of EXEC's array.
+	reply func(s *Server, out []byte, r txResult) []byte
 }
+
+// reads reports whether the command reads its keys at its position (DEL
+// does, for its reply).
+func (c *txCmd) reads() bool { return c.effect == txReads || c.effect == txDel }
+
+// replaces reports whether the command replaces its keys' totals.
+func (c *txCmd) replaces() bool { return c.effect == txSet || c.effect == txDel }
 
 // tx is an open transaction: what MULTI started and EXEC or DISCARD ends.
 type tx struct {
@@ -70,185 +74,68 @@ type tx struct {
 	dirty bool // a command was refused: EXEC applies nothing
 }
 
-// transaction handles MULTI, EXEC, DISCARD, WATCH and UNWATCH, and every
-// command while a transaction is open, and reports whether it did. QUIT
-// or RESET inside a transaction discards it and is left to the caller, as
-// is every command outside one.
-func (c *session) transaction(ctx context.Context, args [][]byte) bool {
-	name := args[0]
+// multiCmd answers MULTI. Nested, it is an error that leaves the
+// transaction usable, as in Redis.
+func (c *session) multiCmd(context.Context, [][]byte) error {
+	if c.tx != nil {
+		c.fail(errMultiNested)
+		return nil
+	}
+	c.tx = &tx{}
+	c.out = resp.AppendOK(c.out)
+	return nil
+}
+
+// execCmd answers EXEC (multi_exec.go).
+func (c *session) execCmd(ctx context.Context, _ [][]byte) error {
+	t := c.tx
+	if t == nil {
+		c.fail(errExecNoMulti)
+		return nil
+	}
+	c.tx = nil
+	c.out = c.s.execTx(ctx, c.out, t)
+	return nil
+}
+
+// discard answers DISCARD: nothing queued is applied.
+func (c *session) discard(context.Context, [][]byte) error {
 	if c.tx == nil {
-		switch {
-		case is(name, "MULTI"):
-			if len(args) != 1 {
-				c.refuse(wrongArityMsg(name))
-				return true
-			}
-			c.tx = &tx{}
-			c.out = resp.AppendOK(c.out)
-		case is(name, "EXEC"):
-			c.refuse(errExecNoMulti)
-		case is(name, "DISCARD"):
-			c.refuse(errDiscardNoMult)
-		case is(name, "WATCH"):
-			c.refuse(errWatch)
-		case is(name, "UNWATCH"):
-			c.out = resp.AppendOK(c.out) // nothing is ever watched
-		default:
-			return false
-		}
-		return true
+		c.fail(errDiscardNoMult)
+		return nil
 	}
-	switch {
-	case is(name, "QUIT"):
-		c.tx = nil // nothing of it is applied
-		return false
-	case is(name, "RESET"):
-		// Run at once, as in Redis: it discards the transaction.
-		if len(args) != 1 {
-			c.tx.dirty = true
-			c.refuse(wrongArityMsg(name))
-			return true
-		}
-		c.tx = nil
-		return false
-	case is(name, "MULTI"):
-		c.refuse(errMultiNested) // as Redis: the transaction stays usable
-	case is(name, "WATCH"):
-		c.refuse(errWatchInMulti)
-	case is(name, "DISCARD"), is(name, "EXEC"):
-		if len(args) != 1 {
-			c.tx.dirty = true
-			c.refuse(wrongArityMsg(name))
-			return true
-		}
-		t := c.tx
-		c.tx = nil
-		if is(name, "DISCARD") {
-			c.out = resp.AppendOK(c.out)
-			return true
-		}
-		c.out = c.s.execTx(ctx, c.out, t)
-	default:
-		if msg := c.tx.queue(args, c.s.now()); msg != "" {
-			c.tx.dirty = true
-			c.refuse(msg)
-			return true
-		}
-		c.out = resp.AppendSimple(c.out, "QUEUED")
-	}
-	return true
+	c.tx = nil
+	c.out = resp.AppendOK(c.out)
+	return nil
 }
 
-// refuse appends the error reply msg and counts it.
-func (c *session) refuse(msg string) {
-	c.s.m.commandErrors.Inc()
-	c.out = resp.AppendError(c.out, msg)
+// watch refuses WATCH: counts change without notice, so there is nothing
+// to check-and-set against. Inside MULTI it leaves the transaction
+// usable, as in Redis.
+func (c *session) watch(context.Context, [][]byte) error {
+	if c.tx != nil {
+		c.fail(errWatchInMulti)
+		return nil
+	}
+	c.fail(errWatch)
+	return nil
 }
 
-// queue checks args as EXEC would run them and queues them, or returns
-// why not. Everything that can be known before EXEC is checked here, so a
-// mistake discards the whole transaction (EXECABORT) rather than failing
-// one command of it: Redis itself would queue INCRBY k x and fail only
-// that command at EXEC, applying the others.
-func (t *tx) queue(args [][]byte, now time.Time) string {
-	name := args[0]
-	var cmd txCmd
-	var keys [][]byte // checked as counter keys, and copied
-	switch {
-	case is(name, "INCR"), is(name, "DECR"):
-		if len(args) != 2 {
-			return wrongArityMsg(name)
-		}
-		cmd = txCmd{kind: txIncr, delta: 1}
-		if is(name, "DECR") {
-			cmd.delta = -1
-		}
-		keys = args[1:]
-	case is(name, "INCRBY"), is(name, "DECRBY"):
-		if len(args) != 3 {
-			return wrongArityMsg(name)
-		}
-		d, ok := resp.ParseInt(args[2])
-		if !ok {
-			return errNotInt
-		}
-		if is(name, "DECRBY") {
-			if d == math.MinInt64 { // it has no negation
-				return "ERR decrement would overflow"
-			}
-			d = -d
-		}
-		cmd = txCmd{kind: txIncr, delta: d}
-		keys = args[1:2]
-	case is(name, "COUNT") && len(args) > 2, is(name, "RANGE"), is(name, "TOP"):
-		return errWindowInMulti
-	case is(name, "GET"), is(name, "COUNT"):
-		if len(args) != 2 {
-			return wrongArityMsg(name)
-		}
-		cmd.kind = txGet
-		if is(name, "COUNT") {
-			cmd.kind = txCount
-		}
-		keys = args[1:]
-	case is(name, "MGET"):
-		if len(args) < 2 {
-			return wrongArityMsg(name)
-		}
-		cmd.kind = txMGet
-		keys = args[1:]
-	case is(name, "HOT"), is(name, "UNWATCH"):
-		if len(args) != 1 {
-			return wrongArityMsg(name)
-		}
-		cmd.kind = txHot
-		if is(name, "UNWATCH") {
-			cmd.kind = txUnwatch
-		}
-	case is(name, "PING"):
-		switch len(args) {
-		case 1:
-			cmd.kind = txPing
-		case 2:
-			cmd.kind = txPingMsg
-			cmd.keys = []string{string(args[1])}
-		default:
-			return wrongArityMsg(name)
-		}
-	case is(name, "DEL"):
-		if len(args) < 2 {
-			return wrongArityMsg(name)
-		}
-		cmd.kind = txDel
-		keys = args[1:]
-	case is(name, "SET"):
-		if len(args) < 3 {
-			return wrongArityMsg(name)
-		}
-		items, msg := parseSet(args, now)
-		if msg != "" {
-			return msg
-		}
-		cmd = txCmd{kind: txSet, delta: items[0].Delta}
-		if len(items) > 1 {
-			cmd.at = items[1].Delta
-		}
-		keys = args[1:2]
-	case is(name, "EXPIRE"), is(name, "PEXPIRE"), is(name, "EXPIREAT"), is(name, "PEXPIREAT"),
-		is(name, "TTL"), is(name, "PTTL"), is(name, "PERSIST"):
-		return "ERR " + strings.ToUpper(string(name)) + " is not supported inside MULTI: send it outside the transaction"
-	case is(name, "FLUSH"):
-		return errFlushInMulti
-	case isBudgetCommand(name):
-		return errBudgetInMulti
-	case is(name, "COMMAND"), is(name, "CONFIG"), is(name, "CLIENT"), is(name, "SELECT"),
-		is(name, "HELLO"), is(name, "INFO"), is(name, "AUTH"),
-		is(name, "ECHO"), is(name, "TIME"), is(name, "DBSIZE"):
-		// Connection set-up and server facts, answered outside a
-		// transaction only.
-		return "ERR Command not allowed inside a transaction"
-	default:
-		return unknown(args)
+// unwatch answers UNWATCH: nothing is ever watched.
+func (c *session) unwatch(context.Context, [][]byte) error {
+	c.out = resp.AppendOK(c.out)
+	return nil
+}
+
+// add checks a call of spec as EXEC would run it and queues it, or
+// returns why not. Everything that can be known before EXEC is checked
+// here, so a mistake discards the whole transaction (EXECABORT) rather
+// than failing one command of it: Redis itself would queue INCRBY k x and
+// fail only that command at EXEC, applying the others.
+func (t *tx) add(spec *cmdSpec, args [][]byte, now time.Time) string {
+	cmd, keys, msg := spec.queue(args, now)
+	if msg != "" {
+		return msg
 	}
 	for _, k := range keys {
 		if err := checkKey(k); err != nil {
@@ -268,6 +155,54 @@ func (t *tx) queue(args [][]byte, now time.Time) string {
 	return ""
 }
 
-func wrongArityMsg(name []byte) string {
-	return "ERR wrong number of arguments for '" + string(bytes.ToLower(name)) + "' command"
+// Queue functions (cmdSpec.queue) of the commands a transaction may hold
+// but the increments' (command.go).
+
+// queueRead queues a read of the call's keys, answered by reply.
+func queueRead(reply func(*Server, []byte, txResult) []byte) queuer {
+	return func(args [][]byte, _ time.Time) (txCmd, [][]byte, string) {
+		return txCmd{effect: txReads, reply: reply}, args[1:], ""
+	}
+}
+
+// queueCount queues COUNT key; COUNT key SINCE span is refused.
+func queueCount(args [][]byte, now time.Time) (txCmd, [][]byte, string) {
+	if len(args) > 2 {
+		return txCmd{}, nil, errWindowInMulti
+	}
+	return queueRead(replyCount)(args, now)
+}
+
+// queueNoKeys queues a command without keys, answered by reply.
+func queueNoKeys(reply func(*Server, []byte, txResult) []byte) queuer {
+	return func([][]byte, time.Time) (txCmd, [][]byte, string) {
+		return txCmd{reply: reply}, nil, ""
+	}
+}
+
+// queuePing queues PING [message].
+func queuePing(args [][]byte, _ time.Time) (txCmd, [][]byte, string) {
+	switch len(args) {
+	case 1:
+		return txCmd{reply: replyPong}, nil, ""
+	case 2:
+		return txCmd{msg: string(args[1]), reply: replyMsg}, nil, ""
+	}
+	return txCmd{}, nil, arityError("ping")
+}
+
+func queueDel(args [][]byte, _ time.Time) (txCmd, [][]byte, string) {
+	return txCmd{effect: txDel, reply: replyDel}, args[1:], ""
+}
+
+func queueSet(args [][]byte, now time.Time) (txCmd, [][]byte, string) {
+	items, msg := parseSet(args, now)
+	if msg != "" {
+		return txCmd{}, nil, msg
+	}
+	cmd := txCmd{effect: txSet, delta: items[0].Delta, reply: replyOK}
+	if len(items) > 1 {
+		cmd.at = items[1].Delta
+	}
+	return cmd, args[1:2], ""
 }

@@ -23,31 +23,7 @@ func (s *Server) execTx(ctx context.Context, out []byte, t *tx) []byte {
 		s.m.commandErrors.Inc()
 		return resp.AppendError(out, errExecAbort)
 	}
-	var items []change.Change
-	var at []int                      // items[i] is queued command at[i]
-	first := make([]int, len(t.cmds)) // each command's first item
-	for i, cmd := range t.cmds {
-		first[i] = len(items)
-		// Keys are the transaction's own copies, alive until the reply.
-		switch cmd.kind {
-		case txIncr:
-			k := cmd.keys[0]
-			items = append(items, s.sample(unsafe.Slice(unsafe.StringData(k), len(k)), cmd.delta))
-			at = append(at, i)
-		case txSet:
-			items = append(items, change.Change{Key: cmd.keys[0], Kind: change.Set, Delta: cmd.delta})
-			at = append(at, i)
-			if cmd.at != 0 {
-				items = append(items, change.Change{Key: cmd.keys[0], Kind: change.Expire, Delta: cmd.at})
-				at = append(at, i)
-			}
-		case txDel:
-			for _, k := range cmd.keys {
-				items = append(items, change.Change{Key: k, Kind: change.Set})
-				at = append(at, i)
-			}
-		}
-	}
+	items, at, first := s.txItems(t)
 	// A key a SET or DEL of the transaction replaces is read before the
 	// transaction applies, and its reads worked out forward from there.
 	pre, err := s.txPreRead(ctx, t)
@@ -68,51 +44,95 @@ func (s *Server) execTx(ctx context.Context, out []byte, t *tx) []byte {
 	}
 	reads := s.txReads(ctx, t, items, first, pre)
 	out = resp.AppendArrayHeader(out, len(t.cmds))
-	for i, cmd := range t.cmds {
-		switch cmd.kind {
-		case txIncr:
-			out = resp.AppendInt(out, items[first[i]].Delta)
-		case txSet:
-			out = resp.AppendOK(out)
-		case txDel:
-			n := int64(0)
-			for _, r := range reads[i] {
-				if r.Overflow != nil || (r.err == "" && r.Total != 0) {
-					n++
-				}
-			}
-			out = resp.AppendInt(out, n)
-		case txGet, txMGet:
-			if cmd.kind == txMGet {
-				out = resp.AppendArrayHeader(out, len(reads[i]))
-			}
-			for _, r := range reads[i] {
-				if r.err != "" {
-					s.m.commandErrors.Inc()
-					out = resp.AppendError(out, r.err)
-					continue
-				}
-				out = resp.AppendBulkInt(out, r.Total)
-			}
-		case txCount:
-			r := reads[i][0]
-			if r.err != "" {
-				s.m.commandErrors.Inc()
-				out = resp.AppendError(out, r.err)
-				continue
-			}
-			out = appendCount(out, r.Estimate)
-		case txHot:
-			out = s.hot(out)
-		case txPing:
-			out = resp.AppendSimple(out, "PONG")
-		case txPingMsg:
-			out = resp.AppendBulkString(out, cmd.keys[0])
-		case txUnwatch:
-			out = resp.AppendOK(out)
-		}
+	for i := range t.cmds {
+		r := txResult{cmd: &t.cmds[i], items: items[first[i]:first[i+1]], reads: reads[i]}
+		out = t.cmds[i].reply(s, out, r)
 	}
 	return out
+}
+
+// txItems returns the changes of t's commands, in order: at[j] is the
+// command of items[j], and command i's are items[first[i]:first[i+1]].
+func (s *Server) txItems(t *tx) (items []change.Change, at, first []int) {
+	first = make([]int, len(t.cmds)+1)
+	for i, cmd := range t.cmds {
+		first[i] = len(items)
+		// Keys are the transaction's own copies, alive until the reply.
+		switch cmd.effect {
+		case txIncr:
+			k := cmd.keys[0]
+			items = append(items, s.sample(unsafe.Slice(unsafe.StringData(k), len(k)), cmd.delta))
+		case txSet:
+			items = append(items, change.Change{Key: cmd.keys[0], Kind: change.Set, Delta: cmd.delta})
+			if cmd.at != 0 {
+				items = append(items, change.Change{Key: cmd.keys[0], Kind: change.Expire, Delta: cmd.at})
+			}
+		case txDel:
+			for _, k := range cmd.keys {
+				items = append(items, change.Change{Key: k, Kind: change.Set})
+			}
+		}
+		for range len(items) - first[i] {
+			at = append(at, i)
+		}
+	}
+	first[len(t.cmds)] = len(items)
+	return items, at, first
+}
+
+// txResult is what a queued command's reply is made of.
+type txResult struct {
+	cmd   *txCmd
+	items []change.Change // its changes, as accepted (an increment's is sampled)
+	reads []txRead        // its keys' values at its position, if it reads them
+}
+
+// The replies of queued commands (txCmd.reply).
+
+func replyIncr(_ *Server, out []byte, r txResult) []byte {
+	return resp.AppendInt(out, r.items[0].Delta)
+}
+func replyOK(_ *Server, out []byte, _ txResult) []byte   { return resp.AppendOK(out) }
+func replyPong(_ *Server, out []byte, _ txResult) []byte { return resp.AppendSimple(out, "PONG") }
+func replyMsg(_ *Server, out []byte, r txResult) []byte  { return resp.AppendBulkString(out, r.cmd.msg) }
+func replyHot(s *Server, out []byte, _ txResult) []byte  { return s.appendHot(out) }
+
+// replyDel counts the keys that were not 0 at DEL's position.
+func replyDel(_ *Server, out []byte, r txResult) []byte {
+	n := int64(0)
+	for _, rd := range r.reads {
+		if rd.Overflow != nil || (rd.err == "" && rd.Total != 0) {
+			n++
+		}
+	}
+	return resp.AppendInt(out, n)
+}
+
+func replyGet(s *Server, out []byte, r txResult) []byte { return s.appendReads(out, r.reads) }
+
+func replyMGet(s *Server, out []byte, r txResult) []byte {
+	return s.appendReads(resp.AppendArrayHeader(out, len(r.reads)), r.reads)
+}
+
+// appendReads appends each read's total, or its error.
+func (s *Server) appendReads(out []byte, reads []txRead) []byte {
+	for _, r := range reads {
+		if r.err != "" {
+			s.m.commandErrors.Inc()
+			out = resp.AppendError(out, r.err)
+			continue
+		}
+		out = resp.AppendBulkInt(out, r.Total)
+	}
+	return out
+}
+
+func replyCount(s *Server, out []byte, r txResult) []byte {
+	if rd := r.reads[0]; rd.err != "" {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, rd.err)
+	}
+	return appendCount(out, r.reads[0].Estimate)
 }
 
 // txRead is one key's value for a read queued in a transaction.
@@ -125,39 +145,44 @@ type txRead struct {
 func (t *tx) replaced() map[string]bool {
 	var set map[string]bool
 	for _, cmd := range t.cmds {
-		if cmd.kind == txSet || cmd.kind == txDel {
-			if set == nil {
-				set = map[string]bool{}
-			}
-			for _, k := range cmd.keys {
-				set[k] = true
-			}
+		if !cmd.replaces() {
+			continue
+		}
+		if set == nil {
+			set = map[string]bool{}
+		}
+		for _, k := range cmd.keys {
+			set[k] = true
 		}
 	}
 	return set
 }
 
-// isRead reports whether a queued command of kind k reads its keys.
-func isRead(k txKind) bool { return k == txGet || k == txMGet || k == txCount || k == txDel }
+// readKeys returns, once each and in order, the keys t's commands read
+// for which keep is true.
+func (t *tx) readKeys(keep func(string) bool) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, cmd := range t.cmds {
+		if !cmd.reads() {
+			continue
+		}
+		for _, k := range cmd.keys {
+			if keep(k) && !seen[k] {
+				seen[k] = true
+				names = append(names, k)
+			}
+		}
+	}
+	return names
+}
 
 // txPreRead reads, before the transaction applies, the keys it both
 // reads (DEL counts as a read) and replaces. Increments other connections
 // make between this read and EXEC's are not in those reads.
 func (s *Server) txPreRead(ctx context.Context, t *tx) (map[string]pending.Estimate, error) {
 	repl := t.replaced()
-	var names []string
-	seen := map[string]bool{}
-	for _, cmd := range t.cmds {
-		if !isRead(cmd.kind) {
-			continue
-		}
-		for _, k := range cmd.keys {
-			if repl[k] && !seen[k] {
-				seen[k] = true
-				names = append(names, k)
-			}
-		}
-	}
+	names := t.readKeys(func(k string) bool { return repl[k] })
 	if len(names) == 0 {
 		return nil, nil
 	}
@@ -179,23 +204,15 @@ func (s *Server) txPreRead(ctx context.Context, t *tx) (map[string]pending.Estim
 // transaction's changes queued before it and not those after it, as in
 // Redis. A key no SET or DEL of the transaction replaces is read once,
 // after the changes were accepted, and the later increments are taken
-// off. A key one replaces is worked out forward from pre, since what a
-// SET replaced cannot be taken off.
+// off (readBack). A key one replaces is worked out forward from pre, since
+// what a SET replaced cannot be taken off (readForward).
 func (s *Server) txReads(ctx context.Context, t *tx, items []change.Change, first []int, pre map[string]pending.Estimate) [][]txRead {
 	repl := t.replaced()
-	var names []string
-	index := map[string]int{}
-	for _, cmd := range t.cmds {
-		if isRead(cmd.kind) {
-			for _, k := range cmd.keys {
-				if _, ok := index[k]; !ok && !repl[k] {
-					index[k] = len(names)
-					names = append(names, k)
-				}
-			}
-		}
+	names := t.readKeys(func(k string) bool { return !repl[k] })
+	index := make(map[string]int, len(names))
+	for i, k := range names {
+		index[k] = i
 	}
-	reads := make([][]txRead, len(t.cmds))
 	var est []pending.Estimate
 	var err error
 	if len(names) > 0 {
@@ -203,50 +220,72 @@ func (s *Server) txReads(ctx context.Context, t *tx, items []change.Change, firs
 		est, err = s.buf.Estimates(rctx, names)
 		cancel()
 	}
-	later := map[string]pending.Estimate{} // what increments after the read add
+	reads := make([][]txRead, len(t.cmds))
+	for i, cmd := range t.cmds {
+		if cmd.reads() {
+			reads[i] = make([]txRead, len(cmd.keys))
+		}
+	}
+	b := txBack{repl: repl, est: est, index: index, err: err, later: map[string]pending.Estimate{}}
 	for i := len(t.cmds) - 1; i >= 0; i-- {
-		cmd := t.cmds[i]
-		switch {
-		case cmd.kind == txIncr:
-			if repl[cmd.keys[0]] {
-				continue
-			}
-			it := items[first[i]]
-			l := later[cmd.keys[0]]
-			// Within int64: AddAll accepted every pending delta.
-			l.Total += it.Delta
-			l.Var += it.Var
-			later[cmd.keys[0]] = l
-			continue
-		case !isRead(cmd.kind):
-			continue
+		b.step(&t.cmds[i], items[first[i]:first[i+1]], reads[i])
+	}
+	if len(pre) > 0 {
+		readForward(t, items, first, pre, reads)
+	}
+	return reads
+}
+
+// txBack works the reads of keys no SET or DEL replaces back from one
+// read taken after the transaction applied, command by command from the
+// last.
+type txBack struct {
+	repl  map[string]bool
+	est   []pending.Estimate // the read, of the keys in index
+	index map[string]int
+	err   error                       // the read's error
+	later map[string]pending.Estimate // what increments after the read add
+}
+
+func (b *txBack) step(cmd *txCmd, items []change.Change, reads []txRead) {
+	if cmd.effect == txIncr {
+		k := cmd.keys[0]
+		if b.repl[k] {
+			return
 		}
-		reads[i] = make([]txRead, len(cmd.keys))
-		for n, k := range cmd.keys {
-			if repl[k] {
-				continue // forward, below
-			}
-			r := &reads[i][n]
-			if err != nil {
-				r.err = fmt.Sprintf("ERR read totals: %v", err)
-				continue
-			}
-			e, l := est[index[k]], later[k]
-			if e.Overflow != nil {
-				r.Estimate, r.err = e, fmt.Sprintf("ERR read totals: %v", e.Overflow)
-				continue
-			}
-			total, ok := subChecked(e.Total, l.Total)
-			if !ok {
-				*r = beyondInt64(k)
-				continue
-			}
-			r.Estimate = pending.Estimate{Total: total, Var: max(e.Var-l.Var, 0), Expires: e.Expires}
+		l := b.later[k]
+		// Within int64: AddAll accepted every pending delta.
+		l.Total += items[0].Delta
+		l.Var += items[0].Var
+		b.later[k] = l
+		return
+	}
+	for n, k := range cmd.keys {
+		if cmd.reads() && !b.repl[k] {
+			reads[n] = b.read(k)
 		}
 	}
-	if len(pre) == 0 {
-		return reads
+}
+
+// read is key k's value at the command being stepped.
+func (b *txBack) read(k string) txRead {
+	if b.err != nil {
+		return txRead{err: fmt.Sprintf("ERR read totals: %v", b.err)}
 	}
+	e, l := b.est[b.index[k]], b.later[k]
+	if e.Overflow != nil {
+		return txRead{Estimate: e, err: fmt.Sprintf("ERR read totals: %v", e.Overflow)}
+	}
+	total, ok := subChecked(e.Total, l.Total)
+	if !ok {
+		return beyondInt64(k)
+	}
+	return txRead{Estimate: pending.Estimate{Total: total, Var: max(e.Var-l.Var, 0), Expires: e.Expires}}
+}
+
+// readForward works the reads of keys a SET or DEL replaces forward from
+// pre, their values before the transaction.
+func readForward(t *tx, items []change.Change, first []int, pre map[string]pending.Estimate, reads [][]txRead) {
 	cur := make(map[string]txRead, len(pre))
 	for k, e := range pre {
 		cur[k] = txRead{Estimate: e}
@@ -254,43 +293,43 @@ func (s *Server) txReads(ctx context.Context, t *tx, items []change.Change, firs
 			cur[k] = txRead{Estimate: e, err: fmt.Sprintf("ERR read totals: %v", e.Overflow)}
 		}
 	}
-	for i, cmd := range t.cmds {
-		switch cmd.kind {
+	for i := range t.cmds {
+		cmd := &t.cmds[i]
+		switch cmd.effect {
 		case txIncr:
-			k := cmd.keys[0]
-			r, ok := cur[k]
-			if !ok {
-				continue
-			}
-			it := items[first[i]]
-			if r.Overflow != nil {
-				continue // beyond int64 before it: reported as that
-			}
-			if sum, ok := addInt(r.Total, it.Delta); ok {
-				r.Total = sum
-				r.Var += it.Var
-			} else if r.err == "" {
-				r = beyondInt64(k)
-			}
-			cur[k] = r
+			forwardIncr(cur, cmd.keys[0], items[first[i]])
 		case txSet:
 			if _, ok := cur[cmd.keys[0]]; ok {
 				cur[cmd.keys[0]] = txRead{Estimate: pending.Estimate{Total: cmd.delta, Expires: cmd.at * 1000}}
 			}
 		}
-		if !isRead(cmd.kind) {
+		if !cmd.reads() {
 			continue
 		}
 		for n, k := range cmd.keys {
 			if r, ok := cur[k]; ok {
 				reads[i][n] = r
-				if cmd.kind == txDel {
+				if cmd.effect == txDel {
 					cur[k] = txRead{}
 				}
 			}
 		}
 	}
-	return reads
+}
+
+// forwardIncr adds an increment to key k's value, if k is worked forward.
+func forwardIncr(cur map[string]txRead, k string, it change.Change) {
+	r, ok := cur[k]
+	if !ok || r.Overflow != nil {
+		return // not worked forward, or beyond int64 before it: reported as that
+	}
+	if sum, ok := addInt(r.Total, it.Delta); ok {
+		r.Total = sum
+		r.Var += it.Var
+	} else if r.err == "" {
+		r = beyondInt64(k)
+	}
+	cur[k] = r
 }
 
 // beyondInt64 is the read of key k whose total passed int64 at its

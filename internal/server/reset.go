@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/counterd/counterd/internal/change"
@@ -21,68 +22,49 @@ import (
 // that read and the change are not atomic, so under concurrent increments
 // the reply is advisory while the change itself is exact.
 
-// resetCmds are the commands of this file, in the command table.
-var resetCmds = []*cmdSpec{
-	{name: "del", arity: -2, flags: []string{"write"}, firstKey: 1, lastKey: -1, step: 1,
-		keyFlags: []string{"RM", "DELETE"}, acl: []string{"@keyspace", "@write", "@slow"},
-		group: "generic", since: "1.0.0", complexity: "O(N) where N is the number of keys",
-		summary: "Zeroes counters: what is committed for them now and this daemon's pending increments are removed; replies how many were not 0."},
-	{name: "set", arity: -3, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, step: 1,
-		keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@string", "@slow"},
-		group: "string", since: "1.0.0", complexity: "O(1)",
-		summary: "Sets a counter to an integer, as DEL then INCRBY would; EX, PX, EXAT and PXAT set its expiry."},
-	expireSpec("expire", "Sets a counter's expiry in seconds; replies 1, or 0 if the counter is 0."),
-	expireSpec("pexpire", "Sets a counter's expiry in milliseconds (rounded up to whole seconds)."),
-	expireSpec("expireat", "Sets a counter's expiry as a unix time in seconds."),
-	expireSpec("pexpireat", "Sets a counter's expiry as a unix time in milliseconds (rounded up to whole seconds)."),
-	ttlSpec("ttl", "Returns a counter's time to live in seconds: -1 without expiry, -2 if it is 0."),
-	ttlSpec("pttl", "Returns a counter's time to live in milliseconds: -1 without expiry, -2 if it is 0."),
-	{name: "persist", arity: 2, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1,
-		keyFlags: []string{"RW", "UPDATE"}, acl: []string{"@keyspace", "@write", "@fast"},
-		group: "generic", since: "2.2.0", complexity: "O(1)",
-		summary: "Removes a counter's expiry; replies 1, or 0 if it had none."},
+// notInMulti refuses a command of this file but DEL and SET inside MULTI.
+func notInMulti(name string) string {
+	return "ERR " + strings.ToUpper(name) + " is not supported inside MULTI: send it outside the transaction"
 }
 
-func expireSpec(name, summary string) *cmdSpec {
-	// -3: Redis's options are taken, to be refused by name.
-	return &cmdSpec{name: name, arity: -3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1,
-		keyFlags: []string{"RW", "UPDATE"}, acl: []string{"@keyspace", "@write", "@fast"},
-		group: "generic", since: "1.0.0", complexity: "O(1)", summary: summary}
-}
-
-func ttlSpec(name, summary string) *cmdSpec {
-	return &cmdSpec{name: name, arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1,
-		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@keyspace", "@read", "@fast"},
-		group: "generic", since: "1.0.0", complexity: "O(1)", summary: summary}
-}
-
-func init() { commandTable = append(commandTable, resetCmds...) }
-
-// resetCommand answers the commands of this file and reports whether args
-// was one of them.
-func (s *Server) resetCommand(ctx context.Context, out []byte, args [][]byte) ([]byte, bool) {
-	name := args[0]
-	switch {
-	case is(name, "DEL"):
-		return s.del(ctx, out, args[1:]), true
-	case is(name, "SET"):
-		items, msg := parseSet(args, s.now())
-		if msg != "" {
-			s.m.commandErrors.Inc()
-			return resp.AppendError(out, msg), true
-		}
-		if msg := s.acceptAll(ctx, items); msg != "" {
-			return resp.AppendError(out, msg), true
-		}
-		return resp.AppendOK(out), true
-	case is(name, "EXPIRE"), is(name, "PEXPIRE"), is(name, "EXPIREAT"), is(name, "PEXPIREAT"):
-		return s.expire(ctx, out, args), true
-	case is(name, "TTL"), is(name, "PTTL"):
-		return s.ttl(ctx, out, args[1], is(name, "PTTL")), true
-	case is(name, "PERSIST"):
-		return s.persist(ctx, out, args[1]), true
+// set answers SET key n [EX s | PX ms | EXAT t | PXAT t].
+func (c *session) set(ctx context.Context, args [][]byte) error {
+	s := c.s
+	items, msg := parseSet(args, s.now())
+	if msg != "" {
+		c.fail(msg)
+		return nil
 	}
-	return out, false
+	if msg := s.acceptAll(ctx, items); msg != "" {
+		c.out = resp.AppendError(c.out, msg)
+		return nil
+	}
+	c.out = resp.AppendOK(c.out)
+	return nil
+}
+
+// del answers DEL key...
+func (c *session) del(ctx context.Context, args [][]byte) error {
+	c.out = c.s.del(ctx, c.out, args[1:])
+	return nil
+}
+
+// expire answers EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT.
+func (c *session) expire(ctx context.Context, args [][]byte) error {
+	c.out = c.s.expire(ctx, c.out, args)
+	return nil
+}
+
+// ttl answers TTL and PTTL.
+func (c *session) ttl(ctx context.Context, args [][]byte) error {
+	c.out = c.s.ttl(ctx, c.out, args[1], is(args[0], "PTTL"))
+	return nil
+}
+
+// persist answers PERSIST key.
+func (c *session) persist(ctx context.Context, args [][]byte) error {
+	c.out = c.s.persist(ctx, c.out, args[1])
+	return nil
 }
 
 // now is the server's clock for expiry times.

@@ -1,204 +1,224 @@
 package server
 
-import "strings"
-
-// cmdSpec describes one command as Redis's COMMAND INFO and COMMAND DOCS
-// report it. The table below is the one list of commands: dispatch looks
-// names up in it (unknown names and wrong arity are answered from it), and
-// COMMAND, COMMAND COUNT, COMMAND INFO and COMMAND DOCS are generated from
-// it, so they cannot disagree.
-type cmdSpec struct {
-	name string // lower case; "parent|sub" for a subcommand
-	// arity counts the command name: n means exactly n arguments, -n at
-	// least n.
-	arity int
-	flags []string // Redis command flags: write, readonly, fast, no_auth...
-	// Key positions, as Redis reports them: the first and last argument
-	// that is a key (-1: the last argument) and the step between keys; 0
-	// for a command without keys.
-	firstKey, lastKey, step int
-	keyFlags                []string // key-spec flags (RW, ACCESS...) of a command with keys
-	acl                     []string // ACL categories
-	tips                    []string // hints for cluster clients
-	group, since            string
-	summary, complexity     string
-	subs                    []*cmdSpec
-}
-
-// The increments have their own variables: the INCR path records them as
-// the connection's last command without a lookup.
-var (
-	cmdIncr   = keyed("incr", 2, "Adds 1 to a counter; replies 1, the amount added.", "string", "1.0.0", writeKey)
-	cmdDecr   = keyed("decr", 2, "Subtracts 1 from a counter; replies -1, the amount added.", "string", "1.0.0", writeKey)
-	cmdIncrBy = keyed("incrby", 3, "Adds n to a counter; replies n, the amount added.", "string", "1.0.0", writeKey)
-	cmdDecrBy = keyed("decrby", 3, "Subtracts n from a counter; replies -n, the amount added.", "string", "1.0.0", writeKey)
-)
-
-var writeKey = []string{"RW", "ACCESS", "UPDATE"}
-
-// connFlags are the flags Redis gives its connection commands.
-var connFlags = []string{"noscript", "loading", "stale", "fast", "no_auth", "sentinel", "allow_busy"}
-
 // commandTable is every command counterd answers, in the order COMMAND
-// lists them. The transaction commands are answered in multi.go.
+// lists them, each declared once: its Redis description (name, arity,
+// flags, keys, docs), its handler and counterd's own flags (blocking,
+// what it does inside MULTI, its fast path). Dispatch (dispatch.go) reads
+// nothing else: lookup, arity, authentication and policy come from here,
+// for a connection served by a goroutine, by an event loop and inside
+// MULTI alike, and COMMAND, COMMAND COUNT, COMMAND INFO and COMMAND DOCS
+// are generated from it, so they cannot disagree.
+//
+// Adding a command is one entry here and one handler (in its own file if
+// it starts a new family, as budget_cmds.go and reset.go do). Its zero
+// values are the safe ones: refused inside MULTI, not blocking, no fast
+// path, not allowed before AUTH unless its Redis flags say no_auth. To
+// queue it inside MULTI, give it a queue function (multi.go) and
+// multiQueued; TestCommandTable checks the entry is consistent.
 var commandTable = []*cmdSpec{
-	cmdIncr, cmdDecr, cmdIncrBy, cmdDecrBy,
+	counter("incr", 2, fixedDelta(1), "Adds 1 to a counter; replies 1, the amount added."),
+	counter("decr", 2, fixedDelta(-1), "Subtracts 1 from a counter; replies -1, the amount added."),
+	counter("incrby", 3, argDelta(1), "Adds n to a counter; replies n, the amount added."),
+	counter("decrby", 3, argDelta(-1), "Subtracts n from a counter; replies -n, the amount added."),
 	{name: "get", arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1,
 		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@read", "@string", "@fast"},
 		group: "string", since: "1.0.0", complexity: "O(1)",
-		summary: "Returns a counter's exact total as a bulk string; 0 for a key never counted."},
+		summary: "Returns a counter's exact total as a bulk string; 0 for a key never counted.",
+		run:     (*session).getCmd, blocking: true, multi: multiQueued, queue: queueRead(replyGet)},
 	{name: "mget", arity: -2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: -1, step: 1,
 		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@read", "@string", "@fast"},
 		tips: []string{"request_policy:multi_shard"}, group: "string", since: "1.0.0",
-		complexity: "O(N) where N is the number of keys", summary: "Returns the totals of several counters."},
+		complexity: "O(N) where N is the number of keys", summary: "Returns the totals of several counters.",
+		run: (*session).mget, blocking: true, multi: multiQueued, queue: queueRead(replyMGet)},
 	{name: "count", arity: -2, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, step: 1,
 		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@read", "@slow"},
 		group: "counterd", since: "1.0.0", complexity: "O(1); with SINCE, O(N) where N is the number of buckets",
-		summary: "Returns a counter's total (or, with SINCE span, its count over its time buckets covering the span), whether it is exact or estimated, and its 95% error bound."},
+		summary: "Returns a counter's total (or, with SINCE span, its count over its time buckets covering the span), whether it is exact or estimated, and its 95% error bound.",
+		run:     onServer((*Server).countCmd), blocking: true, multi: multiQueued, queue: queueCount},
 	{name: "range", arity: 4, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, step: 1,
 		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@read", "@slow"},
 		group: "counterd", since: "1.0.0", complexity: "O(N) where N is the number of buckets",
-		summary: "Returns a counter's last N buckets of a width (minute, hour, day) as [bucket_start_unix, total] pairs, oldest first."},
+		summary: "Returns a counter's last N buckets of a width (minute, hour, day) as [bucket_start_unix, total] pairs, oldest first.",
+		run:     onServer((*Server).rangeCmd), blocking: true, refusal: errWindowInMulti},
 	{name: "top", arity: 5, flags: []string{"readonly"}, acl: []string{"@read", "@slow"},
 		tips: []string{"nondeterministic_output"}, group: "counterd", since: "1.0.0",
 		complexity: "O(N) where N is the number of buckets of the width in the span",
-		summary:    "Returns the keys matching a prefix pattern with the largest counts over the last N buckets of a width, as [key, total] pairs."},
+		summary:    "Returns the keys matching a prefix pattern with the largest counts over the last N buckets of a width, as [key, total] pairs.",
+		run:        onServer((*Server).top), blocking: true, refusal: errWindowInMulti},
 	{name: "hot", arity: 1, flags: []string{"readonly"}, acl: []string{"@read", "@slow"},
 		tips: []string{"nondeterministic_output"}, group: "counterd", since: "1.0.0",
 		complexity: "O(N) where N is the number of hot keys",
-		summary:    "Returns the keys hot now with their rate per second and sampling factor N, hottest first."},
+		summary:    "Returns the keys hot now with their rate per second and sampling factor N, hottest first.",
+		run:        (*session).hot, multi: multiQueued, queue: queueNoKeys(replyHot)},
 	{name: "flush", arity: 1, flags: []string{"write", "noscript"}, acl: []string{"@write", "@slow"},
 		group: "counterd", since: "1.0.0", complexity: "O(N) where N is the number of pending keys",
-		summary: "Replies OK once every increment accepted before it is committed in PostgreSQL."},
+		summary: "Replies OK once every increment accepted before it is committed in PostgreSQL.",
+		run:     (*session).flush, blocking: true, refusal: errFlushInMulti},
 	{name: "ping", arity: -1, flags: []string{"fast", "sentinel"}, acl: []string{"@fast", "@connection"},
-		group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Returns the server's liveliness response."},
+		group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Returns the server's liveliness response.",
+		run: (*session).ping, multi: multiQueued, queue: queuePing},
 	{name: "echo", arity: 2, flags: []string{"loading", "stale", "fast"}, acl: []string{"@fast", "@connection"},
-		group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Returns the given string."},
+		group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Returns the given string.",
+		run: (*session).echo},
 	{name: "quit", arity: -1, flags: []string{"allow_busy", "noscript", "loading", "stale", "fast", "no_auth"},
 		acl: []string{"@fast", "@connection"}, group: "connection", since: "1.0.0", complexity: "O(1)",
-		summary: "Closes the connection."},
+		summary: "Closes the connection.",
+		run:     (*session).quit, multi: multiAtOnce},
 	{name: "hello", arity: -1, flags: connFlags, acl: []string{"@fast", "@connection"},
 		group: "connection", since: "6.0.0", complexity: "O(1)",
-		summary: "Handshakes with the server: picks RESP2 or RESP3, authenticates, names the connection."},
+		summary: "Handshakes with the server: picks RESP2 or RESP3, authenticates, names the connection.",
+		run:     (*session).hello},
 	{name: "auth", arity: -2, flags: connFlags, acl: []string{"@fast", "@connection"},
 		group: "connection", since: "1.0.0", complexity: "O(N) where N is the number of passwords defined for the user",
-		summary: "Authenticates the connection (COUNTERD_PASSWORD, user default)."},
+		summary: "Authenticates the connection (COUNTERD_PASSWORD, user default).",
+		run:     (*session).auth},
 	{name: "reset", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"},
 		acl: []string{"@fast", "@connection"}, group: "connection", since: "6.2.0", complexity: "O(1)",
-		summary: "Resets the connection: discards a transaction, returns to RESP2, forgets the name and, with COUNTERD_PASSWORD, the authentication."},
+		summary: "Resets the connection: discards a transaction, returns to RESP2, forgets the name and, with COUNTERD_PASSWORD, the authentication.",
+		run:     (*session).reset, multi: multiAtOnce},
 	{name: "select", arity: 2, flags: []string{"loading", "stale", "fast"}, acl: []string{"@keyspace", "@fast"},
-		group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Selects database 0, the only one counterd has."},
+		group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Selects database 0, the only one counterd has.",
+		run: (*session).selectDB},
 	{name: "client", arity: -2, flags: []string{"sentinel"}, acl: []string{"@slow"},
 		group: "connection", since: "2.4.0", complexity: "Depends on subcommand.",
 		summary: "A container for client connection commands.", subs: []*cmdSpec{
-			clientSub("id", 2, "Returns the unique client ID of the connection.", "5.0.0", nil),
-			clientSub("getname", 2, "Returns the name of the connection.", "2.6.9", nil),
-			clientSub("setname", 3, "Sets the connection name.", "2.6.9", nil),
-			clientSub("setinfo", 4, "Sets information specific to the client or connection.", "7.2.0", nil),
-			clientSub("info", 2, "Returns information about the connection.", "6.2.0", []string{"nondeterministic_output"}),
-			clientSub("list", -2, "Lists open connections.", "2.4.0", []string{"nondeterministic_output"}),
-			clientSub("tracking", -3, "Refused: counterd does not support client-side caching.", "6.0.0", nil),
+			clientSub("id", 2, "Returns the unique client ID of the connection.", "5.0.0", nil, (*session).clientID),
+			clientSub("getname", 2, "Returns the name of the connection.", "2.6.9", nil, (*session).clientGetName),
+			clientSub("setname", 3, "Sets the connection name.", "2.6.9", nil, (*session).clientSetName),
+			clientSub("setinfo", 4, "Sets information specific to the client or connection.", "7.2.0", nil, (*session).clientSetInfo),
+			clientSub("info", 2, "Returns information about the connection.", "6.2.0", []string{"nondeterministic_output"}, (*session).clientInfo),
+			clientSub("list", -2, "Lists open connections.", "2.4.0", []string{"nondeterministic_output"}, (*session).clientList),
+			clientSub("tracking", -3, "Refused: counterd does not support client-side caching.", "6.0.0", nil, (*session).clientTracking),
 		}},
 	{name: "command", arity: -1, flags: []string{"loading", "stale", "sentinel"}, acl: []string{"@slow", "@connection"},
 		tips: []string{"nondeterministic_output_order"}, group: "server", since: "2.8.13",
 		complexity: "O(N) where N is the total number of commands", summary: "Returns detailed information about all commands.",
-		subs: []*cmdSpec{
-			serverSub("command|count", 2, "Returns a count of commands.", "2.8.13"),
-			serverSub("command|docs", -2, "Returns documentary information about one, multiple or all commands.", "7.0.0"),
-			serverSub("command|info", -2, "Returns information about one, multiple or all commands.", "2.8.13"),
-			serverSub("command|list", -2, "Returns a list of command names.", "7.0.0"),
+		run: (*session).command, subs: []*cmdSpec{
+			serverSub("command|count", 2, "Returns a count of commands.", "2.8.13", (*session).commandCount),
+			serverSub("command|docs", -2, "Returns documentary information about one, multiple or all commands.", "7.0.0", (*session).commandDocs),
+			serverSub("command|info", -2, "Returns information about one, multiple or all commands.", "2.8.13", (*session).commandInfo),
+			serverSub("command|list", -2, "Returns a list of command names.", "7.0.0", (*session).commandList),
 		}},
 	{name: "config", arity: -2, acl: []string{"@slow"}, group: "server", since: "2.0.0",
 		complexity: "Depends on subcommand.", summary: "A container for server configuration commands.",
 		subs: []*cmdSpec{{name: "config|get", arity: -3, flags: []string{"admin", "noscript", "loading", "stale"},
 			acl: []string{"@admin", "@slow", "@dangerous"}, group: "server", since: "2.0.0",
 			complexity: "O(N) when N is the number of parameters",
-			summary:    "Returns an empty value for each parameter named (counterd has no Redis configuration)."}}},
+			summary:    "Returns an empty value for each parameter named (counterd has no Redis configuration).",
+			run:        (*session).configGet}}},
 	{name: "info", arity: -1, flags: []string{"loading", "stale", "sentinel"}, acl: []string{"@slow", "@dangerous"},
 		tips: []string{"nondeterministic_output"}, group: "server", since: "1.0.0", complexity: "O(1)",
-		summary: "Returns information and statistics about the server."},
+		summary: "Returns information and statistics about the server.",
+		run:     (*session).infoCmd},
 	{name: "dbsize", arity: 1, flags: []string{"readonly", "fast"}, acl: []string{"@keyspace", "@read", "@fast"},
 		group: "server", since: "1.0.0", complexity: "O(1)",
-		summary: "Returns the number of keys accepted and not yet flushed."},
+		summary: "Returns the number of keys accepted and not yet flushed.",
+		run:     (*session).dbsize},
 	{name: "time", arity: 1, flags: []string{"loading", "stale", "fast"}, acl: []string{"@fast"},
 		tips: []string{"nondeterministic_output"}, group: "server", since: "2.6.0", complexity: "O(1)",
-		summary: "Returns the server time."},
-	txn("multi", 1, "Starts a transaction.", "@fast"),
-	txn("exec", 1, "Executes all commands in a transaction.", "@slow"),
-	txn("discard", 1, "Discards a transaction.", "@fast"),
+		summary: "Returns the server time.",
+		run:     (*session).time},
+	txn("multi", "Starts a transaction.", "@fast", cmdSpec{run: (*session).multiCmd, multi: multiAtOnce}),
+	txn("exec", "Executes all commands in a transaction.", "@slow",
+		cmdSpec{run: (*session).execCmd, multi: multiAtOnce, blocking: true}),
+	txn("discard", "Discards a transaction.", "@fast", cmdSpec{run: (*session).discard, multi: multiAtOnce}),
 	{name: "watch", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"},
 		firstKey: 1, lastKey: -1, step: 1, keyFlags: []string{"RO"}, acl: []string{"@fast", "@transaction"},
 		group: "transactions", since: "2.2.0", complexity: "O(1) for every key.",
-		summary: "Monitors changes to keys to determine the execution of a transaction."},
-	txn("unwatch", 1, "Forgets about watched keys of a transaction.", "@fast"),
+		summary: "Monitors changes to keys to determine the execution of a transaction.",
+		run:     (*session).watch, multi: multiAtOnce},
+	txn("unwatch", "Forgets about watched keys of a transaction.", "@fast",
+		cmdSpec{run: (*session).unwatch, multi: multiQueued, queue: queueNoKeys(replyOK)}),
+
+	// Budgets (budget_cmds.go). TAKE may wait on the database and its grant
+	// cannot be undone, so the three cannot join a transaction.
+	{name: "budget", arity: -2, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@slow"},
+		group: "counterd", since: "1.0.0", complexity: "O(1)",
+		summary: "BUDGET key n adds n to a budget (creating it) and replies the unleased remainder; BUDGET key replies [remaining, granted, leased].",
+		run:     (*session).budget, blocking: true, refusal: errBudgetInMulti},
+	{name: "take", arity: -2, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@fast"},
+		group: "counterd", since: "1.0.0", complexity: "O(1)",
+		summary: "TAKE key [n] grants n units (default 1) of a budget, all or nothing: replies n, or 0 when the budget cannot cover n.",
+		run:     (*session).take, fast: (*session).takeFast, blocking: true, refusal: errBudgetInMulti},
+	{name: "next", arity: 2, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@fast"},
+		group: "counterd", since: "1.0.0", complexity: "O(1)",
+		summary: "NEXT key replies a number of a sequence, from 1, that no other call of any daemon ever gets.",
+		run:     (*session).next, blocking: true, refusal: errBudgetInMulti},
+
+	// DEL, SET and expiries (reset.go).
+	{name: "del", arity: -2, flags: []string{"write"}, firstKey: 1, lastKey: -1, step: 1,
+		keyFlags: []string{"RM", "DELETE"}, acl: []string{"@keyspace", "@write", "@slow"},
+		group: "generic", since: "1.0.0", complexity: "O(N) where N is the number of keys",
+		summary: "Zeroes counters: what is committed for them now and this daemon's pending increments are removed; replies how many were not 0.",
+		run:     (*session).del, blocking: true, multi: multiQueued, queue: queueDel},
+	{name: "set", arity: -3, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@string", "@slow"},
+		group: "string", since: "1.0.0", complexity: "O(1)",
+		summary: "Sets a counter to an integer, as DEL then INCRBY would; EX, PX, EXAT and PXAT set its expiry.",
+		run:     (*session).set, blocking: true, multi: multiQueued, queue: queueSet},
+	expireSpec("expire", "Sets a counter's expiry in seconds; replies 1, or 0 if the counter is 0."),
+	expireSpec("pexpire", "Sets a counter's expiry in milliseconds (rounded up to whole seconds)."),
+	expireSpec("expireat", "Sets a counter's expiry as a unix time in seconds."),
+	expireSpec("pexpireat", "Sets a counter's expiry as a unix time in milliseconds (rounded up to whole seconds)."),
+	ttlSpec("ttl", "Returns a counter's time to live in seconds: -1 without expiry, -2 if it is 0."),
+	ttlSpec("pttl", "Returns a counter's time to live in milliseconds: -1 without expiry, -2 if it is 0."),
+	{name: "persist", arity: 2, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "UPDATE"}, acl: []string{"@keyspace", "@write", "@fast"},
+		group: "generic", since: "2.2.0", complexity: "O(1)",
+		summary: "Removes a counter's expiry; replies 1, or 0 if it had none.",
+		run:     (*session).persist, blocking: true, refusal: notInMulti("persist")},
 }
 
-func keyed(name string, arity int, summary, group, since string, keyFlags []string) *cmdSpec {
+var writeKey = []string{"RW", "ACCESS", "UPDATE"}
+
+// connFlags are the flags Redis gives its connection commands.
+var connFlags = []string{"noscript", "loading", "stale", "fast", "no_auth", "sentinel", "allow_busy"}
+
+// counter is an increment command: its fast path groups a well-formed
+// call; run answers one the fast path refused; inside MULTI it is queued.
+func counter(name string, arity int, d deltaFunc, summary string) *cmdSpec {
 	return &cmdSpec{name: name, arity: arity, flags: []string{"write", "denyoom", "fast"},
-		firstKey: 1, lastKey: 1, step: 1, keyFlags: keyFlags, acl: []string{"@write", "@string", "@fast"},
-		group: group, since: since, complexity: "O(1)", summary: summary}
+		firstKey: 1, lastKey: 1, step: 1, keyFlags: writeKey, acl: []string{"@write", "@string", "@fast"},
+		group: "string", since: "1.0.0", complexity: "O(1)", summary: summary,
+		run: d.run, fast: d.fast, multi: multiQueued, queue: d.queue}
 }
 
-func clientSub(name string, arity int, summary, since string, tips []string) *cmdSpec {
+func clientSub(name string, arity int, summary, since string, tips []string, run handler) *cmdSpec {
 	return &cmdSpec{name: "client|" + name, arity: arity, flags: []string{"noscript", "loading", "stale", "sentinel"},
 		acl: []string{"@slow", "@connection"}, tips: tips, group: "connection", since: since,
-		complexity: "O(1)", summary: summary}
+		complexity: "O(1)", summary: summary, run: run}
 }
 
-func serverSub(name string, arity int, summary, since string) *cmdSpec {
+func serverSub(name string, arity int, summary, since string, run handler) *cmdSpec {
 	return &cmdSpec{name: name, arity: arity, flags: []string{"loading", "stale"}, acl: []string{"@slow", "@connection"},
-		group: "server", since: since, complexity: "O(N) where N is the number of commands", summary: summary}
+		group: "server", since: since, complexity: "O(N) where N is the number of commands", summary: summary, run: run}
 }
 
-func txn(name string, arity int, summary, speed string) *cmdSpec {
+// txn is a transaction command without arguments, run as d says.
+func txn(name, summary, speed string, d cmdSpec) *cmdSpec {
 	flags := []string{"noscript", "loading", "stale", "allow_busy"}
 	if speed == "@fast" {
 		flags = append(flags, "fast")
 	}
-	return &cmdSpec{name: name, arity: arity, flags: flags, acl: []string{speed, "@transaction"},
-		group: "transactions", since: "2.0.0", complexity: "O(1)", summary: summary}
+	d.name, d.arity, d.flags, d.acl = name, 1, flags, []string{speed, "@transaction"}
+	d.group, d.since, d.complexity, d.summary = "transactions", "2.0.0", "O(1)", summary
+	return &d
 }
 
-// lookup returns the command named name (any case), or nil.
-func lookup(name []byte) *cmdSpec { return find(commandTable, name, "") }
-
-// sub returns c's subcommand named name (any case), or nil.
-func (c *cmdSpec) sub(name []byte) *cmdSpec { return find(c.subs, name, c.name+"|") }
-
-func find(specs []*cmdSpec, name []byte, prefix string) *cmdSpec {
-	for _, c := range specs {
-		if is(name, c.name[len(prefix):]) {
-			return c
-		}
-	}
-	return nil
+func expireSpec(name, summary string) *cmdSpec {
+	// -3: Redis's options are taken, to be refused by name.
+	return &cmdSpec{name: name, arity: -3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "UPDATE"}, acl: []string{"@keyspace", "@write", "@fast"},
+		group: "generic", since: "1.0.0", complexity: "O(1)", summary: summary,
+		run: (*session).expire, blocking: true, refusal: notInMulti(name)}
 }
 
-// lookupFull finds a command or, for "parent|sub", a subcommand.
-func lookupFull(name []byte) *cmdSpec {
-	parent, sub, ok := strings.Cut(string(name), "|")
-	c := lookup([]byte(parent))
-	if !ok || c == nil {
-		return c
-	}
-	return c.sub([]byte(sub))
-}
-
-// arityOK reports whether a command of n arguments (its name included)
-// has an arity c accepts.
-func (c *cmdSpec) arityOK(n int) bool {
-	if c.arity >= 0 {
-		return n == c.arity
-	}
-	return n >= -c.arity
-}
-
-// has reports whether c carries flag.
-func (c *cmdSpec) has(flag string) bool {
-	for _, f := range c.flags {
-		if f == flag {
-			return true
-		}
-	}
-	return false
+func ttlSpec(name, summary string) *cmdSpec {
+	return &cmdSpec{name: name, arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@keyspace", "@read", "@fast"},
+		group: "generic", since: "1.0.0", complexity: "O(1)", summary: summary,
+		run: (*session).ttl, blocking: true, refusal: notInMulti(name)}
 }

@@ -1,0 +1,203 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// cmdSpec is one command: how Redis's COMMAND INFO and COMMAND DOCS
+// describe it, and how counterd runs it. commandTable (table.go) lists
+// them all.
+type cmdSpec struct {
+	name string // lower case; "parent|sub" for a subcommand
+	// arity counts the command name: n means exactly n arguments, -n at
+	// least n. Dispatch checks it; handlers do not again.
+	arity int
+	// flags are Redis's command flags, as COMMAND reports them. Dispatch
+	// reads no_auth (allowed before AUTH); write and readonly say whether
+	// the command changes or reads counts.
+	flags []string
+	// Key positions, as Redis reports them: the first and last argument
+	// that is a key (-1: the last argument) and the step between keys; 0
+	// for a command without keys.
+	firstKey, lastKey, step int
+	keyFlags                []string // key-spec flags (RW, ACCESS...) of a command with keys
+	acl                     []string // ACL categories
+	tips                    []string // hints for cluster clients
+	group, since            string
+	summary, complexity     string
+	subs                    []*cmdSpec
+
+	// run answers the command (dispatch.go). For a container with
+	// subcommands it answers the bare name (COMMAND); each subcommand has
+	// its own.
+	run handler
+	// blocking: the command may wait on the journal's fsync, the database
+	// or a lease, so an event loop runs it on a goroutine.
+	blocking bool
+	// multi is what the command does inside MULTI; refusal is its error
+	// when refused there ("" is Redis's errNotInMulti).
+	multi   multiPolicy
+	refusal string
+	// queue checks a call inside MULTI (multiQueued) and returns what EXEC
+	// does with it.
+	queue queuer
+	// fast, when set, takes a well-formed call into the connection's group
+	// before any lookup: the increments' and TAKE's path, which must stay
+	// free of allocations. It reports false to leave the call to run.
+	fast fastHandler
+}
+
+// handler answers one command, appending its reply to c.out. A non-nil
+// error ends the connection once the replies are written (QUIT).
+type handler func(c *session, ctx context.Context, args [][]byte) error
+
+// onServer makes a handler of a Server method that appends its reply to
+// out and needs nothing of the connection.
+func onServer(f func(s *Server, ctx context.Context, out []byte, args [][]byte) []byte) handler {
+	return func(c *session, ctx context.Context, args [][]byte) error {
+		c.out = f(c.s, ctx, c.out, args)
+		return nil
+	}
+}
+
+// fastHandler adds a well-formed call to c's group and reports whether it
+// did; spec is the command, recorded for CLIENT LIST.
+type fastHandler func(c *session, spec *cmdSpec, args [][]byte) bool
+
+// queuer checks a call queued inside MULTI as EXEC will run it (now is
+// the clock for expiries) and returns what EXEC does with it, the keys
+// the transaction must check and copy, or the error that discards the
+// transaction.
+type queuer func(args [][]byte, now time.Time) (cmd txCmd, keys [][]byte, msg string)
+
+// multiPolicy is what a command does between MULTI and EXEC, as Redis's
+// CMD_NO_MULTI flag and its list of commands that run at once.
+type multiPolicy uint8
+
+const (
+	// multiRefused (the zero value, so a new command is refused until it
+	// says otherwise): an error that discards the transaction.
+	multiRefused multiPolicy = iota
+	// multiQueued: checked and queued, answered in EXEC's array.
+	multiQueued
+	// multiAtOnce: runs at once (MULTI, EXEC, DISCARD, WATCH, QUIT, RESET);
+	// its handler knows it is inside a transaction.
+	multiAtOnce
+)
+
+// errNotInMulti is Redis's refusal of a command flagged no-multi.
+const errNotInMulti = "ERR Command not allowed inside a transaction"
+
+// cmdIndex finds commands by name. It is built from commandTable in init,
+// so handlers that list commands (COMMAND) do not refer to the table they
+// are part of.
+type cmdIndex struct {
+	all    []*cmdSpec
+	byName map[string]*cmdSpec
+	fast   []*cmdSpec // the commands with a fast path, in table order
+}
+
+var commands cmdIndex
+
+func init() {
+	commands = cmdIndex{all: commandTable, byName: make(map[string]*cmdSpec, len(commandTable))}
+	for _, c := range commandTable {
+		if len(c.name) > maxNameLen || commands.byName[c.name] != nil {
+			panic(fmt.Sprintf("BUG: command %q: duplicate or longer than %d bytes", c.name, maxNameLen))
+		}
+		commands.byName[c.name] = c
+		if c.fast != nil {
+			commands.fast = append(commands.fast, c)
+		}
+	}
+}
+
+// maxNameLen bounds a command's name, so lookup lowers it on the stack.
+const maxNameLen = 16
+
+// lookup returns the command named name (any case), or nil. It does not
+// allocate.
+func lookup(name []byte) *cmdSpec {
+	if len(name) > maxNameLen {
+		return nil
+	}
+	var b [maxNameLen]byte
+	for i, ch := range name {
+		b[i] = lower(ch)
+	}
+	return commands.byName[string(b[:len(name)])]
+}
+
+// sub returns c's subcommand named name (any case), or nil.
+func (c *cmdSpec) sub(name []byte) *cmdSpec {
+	for _, s := range c.subs {
+		if is(name, s.name[len(c.name)+1:]) {
+			return s
+		}
+	}
+	return nil
+}
+
+// lookupFull finds a command or, for "parent|sub", a subcommand.
+func lookupFull(name []byte) *cmdSpec {
+	parent, sub, ok := strings.Cut(string(name), "|")
+	c := lookup([]byte(parent))
+	if !ok || c == nil {
+		return c
+	}
+	return c.sub([]byte(sub))
+}
+
+// arityOK reports whether a command of n arguments (its name included)
+// has an arity c accepts.
+func (c *cmdSpec) arityOK(n int) bool {
+	if c.arity >= 0 {
+		return n == c.arity
+	}
+	return n >= -c.arity
+}
+
+// has reports whether c carries the Redis flag flag.
+func (c *cmdSpec) has(flag string) bool {
+	for _, f := range c.flags {
+		if f == flag {
+			return true
+		}
+	}
+	return false
+}
+
+// noAuth reports whether c may run before the connection authenticates.
+func (c *cmdSpec) noAuth() bool { return c.has("no_auth") }
+
+// multiRefusal is c's error inside MULTI when it is refused there.
+func (c *cmdSpec) multiRefusal() string {
+	if c.refusal != "" {
+		return c.refusal
+	}
+	return errNotInMulti
+}
+
+// is reports whether name is cmd, ignoring ASCII case (command names and
+// options are ASCII: a name with other bytes matches none).
+func is(name []byte, cmd string) bool {
+	if len(name) != len(cmd) {
+		return false
+	}
+	for i := range len(name) {
+		if lower(name[i]) != lower(cmd[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(b byte) byte {
+	if 'A' <= b && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
+}
