@@ -122,7 +122,9 @@ func (d *daemon) launch() bool {
 		d.t.Fatal(err)
 	}
 	ready := make(chan struct{})
+	drained := make(chan struct{}) // every line of the log is in d.stderr
 	go func() {
+		defer close(drained)
 		sc := bufio.NewScanner(pr)
 		once := sync.Once{}
 		for sc.Scan() {
@@ -139,6 +141,9 @@ func (d *daemon) launch() bool {
 	go func() {
 		d.err = d.cmd.Wait()
 		pw.Close()
+		// Wait returns once the scanner has read the last bytes, not once
+		// it has stored them: exited promises the whole log.
+		<-drained
 		close(d.exited)
 	}()
 	select {
