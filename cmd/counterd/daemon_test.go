@@ -122,7 +122,9 @@ func (d *daemon) launch() bool {
 		d.t.Fatal(err)
 	}
 	ready := make(chan struct{})
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(pr)
 		once := sync.Once{}
 		for sc.Scan() {
@@ -139,6 +141,9 @@ func (d *daemon) launch() bool {
 	go func() {
 		d.err = d.cmd.Wait()
 		pw.Close()
+		// Wait returns once the scanner has read the last line, not once
+		// it has kept it: log() after exited must hold every line.
+		<-scanned
 		close(d.exited)
 	}()
 	select {
