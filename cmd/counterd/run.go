@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/counterd/counterd/internal/admin"
+	"github.com/counterd/counterd/internal/budget"
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/database"
 	"github.com/counterd/counterd/internal/glob"
@@ -45,20 +47,9 @@ Settings come from the environment:
 `
 
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	cmd := "serve"
-	if len(args) > 0 {
-		cmd = args[0]
-	}
-	switch {
-	case cmd == "--version" || cmd == "-version" || cmd == "version":
-		fmt.Fprintln(stdout, version.String("counterd"))
-		return nil
-	case cmd == "-h" || cmd == "--help" || cmd == "help":
-		fmt.Fprint(stdout, usage)
-		config.Usage[config.Counterd](stdout)
-		return nil
-	case len(args) > 1 || (cmd != "serve" && cmd != "migrate"):
-		return usageError{fmt.Errorf("unknown arguments %q; run counterd -h", args)}
+	cmd, done, err := command(args, stdout)
+	if done || err != nil {
+		return err
 	}
 	cfg, err := config.Load[config.Counterd](environ)
 	if err != nil {
@@ -85,6 +76,27 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	return serve(ctx, cfg, log, pool)
 }
 
+// command reads the command line: "serve" (no arguments) or "migrate".
+// It answers --version and -h itself, and then says done.
+func command(args []string, stdout io.Writer) (cmd string, done bool, err error) {
+	cmd = "serve"
+	if len(args) > 0 {
+		cmd = args[0]
+	}
+	switch {
+	case cmd == "--version" || cmd == "-version" || cmd == "version":
+		fmt.Fprintln(stdout, version.String("counterd"))
+		return cmd, true, nil
+	case cmd == "-h" || cmd == "--help" || cmd == "help":
+		fmt.Fprint(stdout, usage)
+		config.Usage[config.Counterd](stdout)
+		return cmd, true, nil
+	case len(args) > 1 || (cmd != "serve" && cmd != "migrate"):
+		return cmd, true, usageError{fmt.Errorf("unknown arguments %q; run counterd -h", args)}
+	}
+	return cmd, false, nil
+}
+
 // migrateTimeout bounds applying the migrations. Each statement is bounded
 // by statement_timeout; this is the backstop for a connection that stops
 // answering, so it is generous enough for a migration that rewrites a
@@ -107,24 +119,11 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	// the fence as the reason.
 	ctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
-	win, err := windows.Parse(cfg.Windows)
+	rules, err := parseRules(cfg, log)
 	if err != nil {
-		return fmt.Errorf("BUG: COUNTERD_WINDOWS passed validation: %w", err)
+		return err
 	}
-	clock := windows.NewClock(time.Now())
-	if !cfg.TestClock.IsZero() {
-		clock = windows.NewClock(cfg.TestClock)
-		log.Warn("accept clock pinned by COUNTERD_TEST_CLOCK (for tests only)", "start", cfg.TestClock)
-	}
-	keyTTL, err := retention.Parse(cfg.KeyTTL)
-	if err != nil {
-		return fmt.Errorf("BUG: COUNTERD_KEY_TTL passed validation: %w", err)
-	}
-	storeOpts := slots.Options{Slots: cfg.Slots, Writers: cfg.Writers, Retention: win.Retention}
-	if keyTTL != nil {
-		storeOpts.KeyTTL = keyTTL.TTL // nil otherwise: rounds skip the check
-	}
-	st, err := slots.New(pool, storeOpts)
+	st, err := slots.New(pool, rules.storeOptions(cfg))
 	if err != nil {
 		return err
 	}
@@ -137,43 +136,20 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	}
 	defer reserved.Close() // a no-op once Listen has taken the lock over
 	set := metrics.NewSet()
-	var (
-		jr        *journal.Journal
-		recovered []journal.Segment
-	)
-	if cfg.Journal {
-		jr, recovered, err = journal.Open(journal.Options{
-			Dir: cfg.JournalDir, Fsync: cfg.Fsync, MaxBytes: cfg.JournalMaxBytes, Logger: log, Metrics: set,
-		})
-		if err != nil {
-			return settingError("COUNTERD_JOURNAL_DIR", err)
-		}
+	jr, recovered, err := openJournal(cfg, log, set)
+	if err != nil {
+		return err
+	}
+	if jr != nil {
 		defer jr.Close()
-		log.Info("journal open", "dir", cfg.JournalDir, "instance", jr.InstanceID(), "fsync", cfg.Fsync.String(), "recovered_segments", len(recovered))
-	} else {
-		log.Warn("journal disabled (COUNTERD_JOURNAL=false): a crash loses unflushed increments")
 	}
 
 	rounds := recoveredRounds(jr, recovered)
 	own := &ownership{cfg: cfg, log: log, pool: pool, jr: jr, rounds: rounds, fail: fail, claimed: make(chan struct{})}
 	defer own.stop()
-	// With the database up, migrate and claim the journal's instance now;
-	// without it, serve anyway and let the flusher do both when it can.
-	// Claiming waits for a live owner's lease for up to COUNTERD_OWNER_TTL,
-	// so it is bounded by the daemon's context, not a round's.
-	prepare := func(pctx context.Context) error {
-		if err := migrateUp(pctx, pool, log); err != nil {
-			return err
-		}
-		return own.claim(ctx)
-	}
-	if err := database.Wait(ctx, pool, 2*time.Second); err != nil {
-		log.Warn("database unreachable at start; accepting increments into the journal until it answers", "err", err)
-	} else {
-		if err := prepare(ctx); err != nil {
-			return err
-		}
-		prepare = nil // done; the flusher need not migrate again
+	prepare, err := prepareAtStart(ctx, pool, log, own)
+	if err != nil {
+		return err
 	}
 
 	loops := loopsFor(&cfg)
@@ -190,8 +166,8 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		MaxKeys:        cfg.FlushMaxKeys,
 		MaxPendingKeys: cfg.MaxPendingKeys,
 		Shards:         loops,
-		Windows:        win,
-		Clock:          clock,
+		Windows:        rules.windows,
+		Clock:          rules.clock,
 		Logger:         log,
 		Metrics:        set,
 	}
@@ -200,17 +176,9 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		opts.Identity = store.Identity{Instance: jr.InstanceID(), Generation: jr.Generation()}
 	}
 	buf := pending.New(st, opts)
-	sample, err := glob.Parse(cfg.SampleKeys)
-	if err != nil {
-		return fmt.Errorf("BUG: COUNTERD_SAMPLE_KEYS passed validation: %w", err)
-	}
 	hot := hotness.New(hotness.Options{HotRate: cfg.HotRate, Target: cfg.HotTarget, MaxN: cfg.HotMaxN})
 	defer hot.Close()
-	var replayed uint64
-	for _, r := range opts.Recovered {
-		replayed = max(replayed, r.ID.Seq)
-	}
-	budgets := newBudgets(cfg, log, pool, jr, buf, replayed, own, set)
+	budgets := newBudgets(cfg, log, pool, jr, buf, lastSeq(rounds), own, set)
 	srv := server.New(buf, server.Options{
 		Budgets:         budgets,
 		Timeout:         cfg.FlushTimeout,
@@ -218,7 +186,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		IO:              cfg.IO,
 		Loops:           loops,
 		Hot:             hot,
-		Sample:          sample,
+		Sample:          rules.sample,
 		MaxConns:        maxConns,
 		QueryLimit:      cfg.ClientQueryLimit,
 		ShutdownTimeout: cfg.ShutdownTimeout,
@@ -234,66 +202,197 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		return fmt.Errorf("COUNTERD_SOCKET: %w", err)
 	}
 	defer ln.Close() // Serve closes it on shutdown; this covers early returns
-	if cfg.MetricsAddr != config.MetricsOff {
-		ready := func(ctx context.Context) (string, error) {
-			var note string
-			if n := buf.Overflowed(); n > 0 {
-				note = fmt.Sprintf("; %d keys have a total beyond int64 (see counter_overflows)", n)
-			}
-			err := buf.Ready()
-			if err == nil {
-				// No round has failed, but a round's first attempt may
-				// still be waiting on an unreachable database (and with
-				// nothing queued no round says anything): ask it.
-				if perr := pool.Ping(ctx); perr != nil {
-					err = fmt.Errorf("database unreachable: %w", perr)
-				}
-			}
-			if err != nil {
-				return note, fmt.Errorf("%w; pending: %d rounds, %d keys, %d journal bytes",
-					err, buf.QueuedRounds(), buf.PendingKeys(), journalBytes(jr))
-			}
-			return note, nil
-		}
-		addr, err := admin.Serve(ctx, cfg.MetricsAddr, admin.Handler([]*metrics.Set{set}, ready, cfg.Pprof))
-		if err != nil {
-			ln.Close()
+	if err := serveMetrics(ctx, cfg, set, readiness{buf: buf, pool: pool, jr: jr}.check, log); err != nil {
+		ln.Close()
+		return err
+	}
+	r := &running{cfg: cfg, log: log, fail: fail, buf: buf, budgets: budgets, own: own}
+	return r.run(ctx, srv, ln, rules.windows)
+}
+
+// keyRules are the settings with a grammar of their own, parsed once
+// Validate has accepted them.
+type keyRules struct {
+	windows *windows.Config
+	clock   *windows.Clock
+	keyTTL  *retention.Rules
+	sample  *glob.Matcher
+}
+
+// parseRules parses COUNTERD_WINDOWS, COUNTERD_KEY_TTL and
+// COUNTERD_SAMPLE_KEYS, and starts the accept clock (pinned by
+// COUNTERD_TEST_CLOCK in tests).
+func parseRules(cfg config.Counterd, log *slog.Logger) (keyRules, error) {
+	var r keyRules
+	var err error
+	if r.windows, err = windows.Parse(cfg.Windows); err != nil {
+		return r, fmt.Errorf("BUG: COUNTERD_WINDOWS passed validation: %w", err)
+	}
+	r.clock = windows.NewClock(time.Now())
+	if !cfg.TestClock.IsZero() {
+		r.clock = windows.NewClock(cfg.TestClock)
+		log.Warn("accept clock pinned by COUNTERD_TEST_CLOCK (for tests only)", "start", cfg.TestClock)
+	}
+	if r.keyTTL, err = retention.Parse(cfg.KeyTTL); err != nil {
+		return r, fmt.Errorf("BUG: COUNTERD_KEY_TTL passed validation: %w", err)
+	}
+	if r.sample, err = glob.Parse(cfg.SampleKeys); err != nil {
+		return r, fmt.Errorf("BUG: COUNTERD_SAMPLE_KEYS passed validation: %w", err)
+	}
+	return r, nil
+}
+
+// storeOptions are the store's options for these rules.
+func (r keyRules) storeOptions(cfg config.Counterd) slots.Options {
+	opts := slots.Options{Slots: cfg.Slots, Writers: cfg.Writers, Retention: r.windows.Retention}
+	if r.keyTTL != nil {
+		opts.KeyTTL = r.keyTTL.TTL // nil otherwise: rounds skip the check
+	}
+	return opts
+}
+
+// openJournal opens COUNTERD_JOURNAL_DIR and returns the segments it
+// recovered, or nil and a warning with COUNTERD_JOURNAL=false.
+func openJournal(cfg config.Counterd, log *slog.Logger, set *metrics.Set) (*journal.Journal, []journal.Segment, error) {
+	if !cfg.Journal {
+		log.Warn("journal disabled (COUNTERD_JOURNAL=false): a crash loses unflushed increments")
+		return nil, nil, nil
+	}
+	jr, recovered, err := journal.Open(journal.Options{
+		Dir: cfg.JournalDir, Fsync: cfg.Fsync, MaxBytes: cfg.JournalMaxBytes, Logger: log, Metrics: set,
+	})
+	if err != nil {
+		return nil, nil, settingError("COUNTERD_JOURNAL_DIR", err)
+	}
+	log.Info("journal open", "dir", cfg.JournalDir, "instance", jr.InstanceID(), "fsync", cfg.Fsync.String(), "recovered_segments", len(recovered))
+	return jr, recovered, nil
+}
+
+// prepareAtStart migrates and claims the journal's instance now if the
+// database is up, and then returns nil: the flusher need not migrate
+// again. Without the database the daemon serves anyway, and the returned
+// step lets the flusher do both when it can. Claiming waits for a live
+// owner's lease for up to COUNTERD_OWNER_TTL, so it is bounded by the
+// daemon's context (ctx), not a round's.
+func prepareAtStart(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, own *ownership) (func(context.Context) error, error) {
+	prepare := func(pctx context.Context) error {
+		if err := migrateUp(pctx, pool, log); err != nil {
 			return err
 		}
-		log.Info("serving metrics", "addr", addr.String())
+		return own.claim(ctx)
 	}
+	if err := database.Wait(ctx, pool, 2*time.Second); err != nil {
+		log.Warn("database unreachable at start; accepting increments into the journal until it answers", "err", err)
+		return prepare, nil
+	}
+	return nil, prepare(ctx)
+}
 
+// lastSeq is the highest round sequence number replayed from the journal.
+func lastSeq(rounds []pending.Recovered) uint64 {
+	var last uint64
+	for _, r := range rounds {
+		last = max(last, r.ID.Seq)
+	}
+	return last
+}
+
+// serveMetrics serves /metrics, /healthz and /readyz (and pprof if asked)
+// on COUNTERD_METRICS_ADDR unless it is off, until ctx ends.
+func serveMetrics(ctx context.Context, cfg config.Counterd, set *metrics.Set, ready func(context.Context) (string, error), log *slog.Logger) error {
+	if cfg.MetricsAddr == config.MetricsOff {
+		return nil
+	}
+	addr, err := admin.Serve(ctx, cfg.MetricsAddr, admin.Handler([]*metrics.Set{set}, ready, cfg.Pprof))
+	if err != nil {
+		return err
+	}
+	log.Info("serving metrics", "addr", addr.String())
+	return nil
+}
+
+// readiness answers /readyz.
+type readiness struct {
+	buf  *pending.Buffer
+	pool *pgxpool.Pool
+	jr   *journal.Journal
+}
+
+// check fails while rounds fail or the database does not answer, saying
+// what is pending; its note counts keys whose total overflowed.
+func (r readiness) check(ctx context.Context) (string, error) {
+	var note string
+	if n := r.buf.Overflowed(); n > 0 {
+		note = fmt.Sprintf("; %d keys have a total beyond int64 (see counter_overflows)", n)
+	}
+	err := r.buf.Ready()
+	if err == nil {
+		// No round has failed, but a round's first attempt may
+		// still be waiting on an unreachable database (and with
+		// nothing queued no round says anything): ask it.
+		if perr := r.pool.Ping(ctx); perr != nil {
+			err = fmt.Errorf("database unreachable: %w", perr)
+		}
+	}
+	if err != nil {
+		return note, fmt.Errorf("%w; pending: %d rounds, %d keys, %d journal bytes",
+			err, r.buf.QueuedRounds(), r.buf.PendingKeys(), journalBytes(r.jr))
+	}
+	return note, nil
+}
+
+// running is what runs once the socket listens: the flusher, the
+// budgets and the server, stopped in that order's reverse.
+type running struct {
+	cfg     config.Counterd
+	log     *slog.Logger
+	fail    context.CancelCauseFunc
+	buf     *pending.Buffer
+	budgets *budget.Manager
+	own     *ownership
+}
+
+// run serves ln until ctx ends, then drains: stop accepting, finish every
+// connection, flush, return the budgets' leases and release the instance.
+func (r *running) run(ctx context.Context, srv *server.Server, ln net.Listener, win *windows.Config) error {
 	// The flusher keeps writing while connections drain after SIGTERM,
 	// then makes a final flush; COUNTERD_SHUTDOWN_TIMEOUT bounds the whole
 	// shutdown from SIGTERM, not each step.
 	flushCtx, stopFlusher := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	var flushErr error
-	wg.Go(func() {
-		flushErr = buf.Run(flushCtx, pending.DrainAfter(ctx, cfg.ShutdownTimeout))
-		if flushErr != nil && permanent(flushErr) {
-			fail(flushErr)
-		}
-	})
+	wg.Go(func() { flushErr = r.flush(ctx, flushCtx) })
 	var budgetsDone sync.WaitGroup
-	budgetsDone.Go(func() { budgets.Run(ctx) })
+	budgetsDone.Go(func() { r.budgets.Run(ctx) })
 
-	log.Info("counterd ready", "socket", cfg.Socket, "ack", cfg.Ack, "io", cfg.IO, "slots", cfg.Slots, "writers", cfg.Writers, "flush_interval", cfg.FlushInterval, "flush_interval_max", cfg.FlushIntervalMax, "windows", win.String())
+	cfg := r.cfg
+	r.log.Info("counterd ready", "socket", cfg.Socket, "ack", cfg.Ack, "io", cfg.IO, "slots", cfg.Slots, "writers", cfg.Writers, "flush_interval", cfg.FlushInterval, "flush_interval_max", cfg.FlushIntervalMax, "windows", win.String())
 	serveErr := srv.Serve(ctx, ln)
-	log.Info("stopped accepting; flushing", "pending_keys", buf.PendingKeys(), "queued_rounds", buf.QueuedRounds())
+	r.log.Info("stopped accepting; flushing", "pending_keys", r.buf.PendingKeys(), "queued_rounds", r.buf.QueuedRounds())
 	stopFlusher()
 	wg.Wait()
 	budgetsDone.Wait()
-	closeBudgets(budgets, flushErr == nil, cfg.ShutdownTimeout, log)
+	closeBudgets(r.budgets, flushErr == nil, cfg.ShutdownTimeout, r.log)
 	if flushErr != nil {
 		return fmt.Errorf("%w (they stay in the journal and are written at the next start)", flushErr)
 	}
 	if cause := context.Cause(ctx); permanent(cause) {
 		return cause
 	}
-	own.release()
-	log.Info("flushed everything; bye")
+	r.own.release()
+	r.log.Info("flushed everything; bye")
 	return serveErr
+}
+
+// flush runs the flusher until flushCtx ends, draining for up to
+// COUNTERD_SHUTDOWN_TIMEOUT once ctx has; an error no retry mends stops
+// the daemon.
+func (r *running) flush(ctx, flushCtx context.Context) error {
+	err := r.buf.Run(flushCtx, pending.DrainAfter(ctx, r.cfg.ShutdownTimeout))
+	if err != nil && permanent(err) {
+		r.fail(err)
+	}
+	return err
 }
 
 // settingError names the variable whose directory failed. A directory

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/counterd/counterd/internal/glob"
@@ -138,59 +139,13 @@ func defaultIO() string {
 	return "goroutines"
 }
 
-// Validate checks ranges env cannot express.
+// Validate checks ranges env cannot express: the first rule broken, in
+// the order of rules, then the settings with a grammar of their own.
 func (c *Counterd) Validate() error {
-	switch {
-	case len(c.Socket) > 107:
-		return &Error{"COUNTERD_SOCKET", "path longer than the 107 bytes a Unix socket allows"}
-	case c.IO != "goroutines" && c.IO != "loop":
-		return &Error{"COUNTERD_IO", fmt.Sprintf("%q is not goroutines or loop", c.IO)}
-	case c.IO == "loop" && !EventLoops:
-		return &Error{"COUNTERD_IO", "loop needs epoll, which only Linux has; use goroutines"}
-	case c.Loops < 0 || c.Loops > 256:
-		return &Error{"COUNTERD_LOOPS", "must be 0..256"}
-	case c.Ack != "journal" && c.Ack != "commit":
-		return &Error{"COUNTERD_ACK", fmt.Sprintf("%q is not journal or commit", c.Ack)}
-	case c.JournalMaxBytes < 1<<20:
-		return &Error{"COUNTERD_JOURNAL_MAX_BYTES", "must be at least 1048576 (1 MiB)"}
-	case c.FlushInterval <= 0:
-		return &Error{"COUNTERD_FLUSH_INTERVAL", "must be positive"}
-	case c.FlushMaxKeys < 1:
-		return &Error{"COUNTERD_FLUSH_MAX_KEYS", "must be at least 1"}
-	case c.FlushTimeout <= 0:
-		return &Error{"COUNTERD_FLUSH_TIMEOUT", "must be positive"}
-	case c.MaxPendingKeys < 1:
-		return &Error{"COUNTERD_MAX_PENDING_KEYS", "must be at least 1"}
-	case c.HotRate <= 0:
-		return &Error{"COUNTERD_HOT_RATE", "must be positive"}
-	case c.HotTarget <= 0:
-		return &Error{"COUNTERD_HOT_TARGET", "must be positive"}
-	case c.HotMaxN < 1:
-		return &Error{"COUNTERD_HOT_MAX_N", "must be at least 1"}
-	case c.Slots < 1 || c.Slots > 32767:
-		return &Error{"COUNTERD_SLOTS", "must be 1..32767"}
-	case c.Writers < 1 || c.Writers > 16:
-		return &Error{"COUNTERD_WRITERS", "must be 1..16"}
-	case c.DBMaxConns <= c.Writers:
-		return &Error{"COUNTERD_DB_MAX_CONNS", "must exceed COUNTERD_WRITERS, so reads get a connection while a round is written"}
-	case c.MaxConns < 1:
-		return &Error{"COUNTERD_MAX_CONNS", "must be at least 1"}
-	case c.ClientQueryLimit < 64<<10 || c.ClientQueryLimit > 1<<30:
-		return &Error{"COUNTERD_CLIENT_QUERY_BUFFER_LIMIT", "must be 65536..1073741824 (64 KiB to 1 GiB)"}
-	case c.ClientOutputLimit < 1<<20:
-		return &Error{"COUNTERD_CLIENT_OUTPUT_LIMIT", "must be at least 1048576 (1 MiB)"}
-	case c.ClientWriteTimeout <= 0:
-		return &Error{"COUNTERD_CLIENT_WRITE_TIMEOUT", "must be positive"}
-	case c.LeaseTTL < 300*time.Millisecond:
-		return &Error{"COUNTERD_LEASE_TTL", "must be at least 300ms"}
-	case c.OwnerTTL < c.LeaseTTL:
-		return &Error{"COUNTERD_OWNER_TTL", "must be at least COUNTERD_LEASE_TTL"}
-	case c.ShutdownTimeout <= 0:
-		return &Error{"COUNTERD_SHUTDOWN_TIMEOUT", "must be positive"}
-	case c.StatementTimeout < 0:
-		return &Error{"COUNTERD_STATEMENT_TIMEOUT", "must not be negative"}
-	case c.LockTimeout < 0:
-		return &Error{"COUNTERD_LOCK_TIMEOUT", "must not be negative"}
+	for _, r := range c.rules() {
+		if r.broken {
+			return &Error{r.name, r.msg}
+		}
 	}
 	if _, err := glob.Parse(c.SampleKeys); err != nil {
 		return &Error{"COUNTERD_SAMPLE_KEYS", err.Error()}
@@ -203,6 +158,53 @@ func (c *Counterd) Validate() error {
 	}
 	return validLogFormat("COUNTERD_LOG_FORMAT", c.LogFormat)
 }
+
+// rule is one check of a setting: broken says the value is out of range,
+// and msg says what the variable must be.
+type rule struct {
+	name   string
+	broken bool
+	msg    string
+}
+
+// rules lists Counterd's range checks in the order Validate reports
+// them. Each condition says what is wrong, so that a value no comparison
+// holds for (a NaN rate) passes exactly as it always has.
+func (c *Counterd) rules() []rule {
+	return []rule{
+		{"COUNTERD_SOCKET", len(c.Socket) > 107, "path longer than the 107 bytes a Unix socket allows"},
+		{"COUNTERD_IO", !oneOf(c.IO, "goroutines", "loop"), fmt.Sprintf("%q is not goroutines or loop", c.IO)},
+		{"COUNTERD_IO", c.IO == "loop" && !EventLoops, "loop needs epoll, which only Linux has; use goroutines"},
+		{"COUNTERD_LOOPS", outside(c.Loops, 0, 256), "must be 0..256"},
+		{"COUNTERD_ACK", !oneOf(c.Ack, "journal", "commit"), fmt.Sprintf("%q is not journal or commit", c.Ack)},
+		{"COUNTERD_JOURNAL_MAX_BYTES", c.JournalMaxBytes < 1<<20, "must be at least 1048576 (1 MiB)"},
+		{"COUNTERD_FLUSH_INTERVAL", c.FlushInterval <= 0, "must be positive"},
+		{"COUNTERD_FLUSH_MAX_KEYS", c.FlushMaxKeys < 1, "must be at least 1"},
+		{"COUNTERD_FLUSH_TIMEOUT", c.FlushTimeout <= 0, "must be positive"},
+		{"COUNTERD_MAX_PENDING_KEYS", c.MaxPendingKeys < 1, "must be at least 1"},
+		{"COUNTERD_HOT_RATE", c.HotRate <= 0, "must be positive"},
+		{"COUNTERD_HOT_TARGET", c.HotTarget <= 0, "must be positive"},
+		{"COUNTERD_HOT_MAX_N", c.HotMaxN < 1, "must be at least 1"},
+		{"COUNTERD_SLOTS", outside(c.Slots, 1, 32767), "must be 1..32767"},
+		{"COUNTERD_WRITERS", outside(c.Writers, 1, 16), "must be 1..16"},
+		{"COUNTERD_DB_MAX_CONNS", c.DBMaxConns <= c.Writers, "must exceed COUNTERD_WRITERS, so reads get a connection while a round is written"},
+		{"COUNTERD_MAX_CONNS", c.MaxConns < 1, "must be at least 1"},
+		{"COUNTERD_CLIENT_QUERY_BUFFER_LIMIT", outside(c.ClientQueryLimit, 64<<10, 1<<30), "must be 65536..1073741824 (64 KiB to 1 GiB)"},
+		{"COUNTERD_CLIENT_OUTPUT_LIMIT", c.ClientOutputLimit < 1<<20, "must be at least 1048576 (1 MiB)"},
+		{"COUNTERD_CLIENT_WRITE_TIMEOUT", c.ClientWriteTimeout <= 0, "must be positive"},
+		{"COUNTERD_LEASE_TTL", c.LeaseTTL < 300*time.Millisecond, "must be at least 300ms"},
+		{"COUNTERD_OWNER_TTL", c.OwnerTTL < c.LeaseTTL, "must be at least COUNTERD_LEASE_TTL"},
+		{"COUNTERD_SHUTDOWN_TIMEOUT", c.ShutdownTimeout <= 0, "must be positive"},
+		{"COUNTERD_STATEMENT_TIMEOUT", c.StatementTimeout < 0, "must not be negative"},
+		{"COUNTERD_LOCK_TIMEOUT", c.LockTimeout < 0, "must not be negative"},
+	}
+}
+
+// outside says v is not in lo..hi.
+func outside(v, lo, hi int) bool { return v < lo || v > hi }
+
+// oneOf says v is one of the values a setting takes.
+func oneOf(v string, values ...string) bool { return slices.Contains(values, v) }
 
 func validLogFormat(name, f string) error {
 	if f != "text" && f != "json" {

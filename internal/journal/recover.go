@@ -102,62 +102,89 @@ func recoverSegment(dir string, seq uint64, gen [generationSize]byte, log *slog.
 	size := st.Size()
 	seg.Bytes = size
 	br := bufio.NewReaderSize(f, 64<<10)
-	h := make([]byte, segmentHeaderSize)
-	var hsize int64
-	var version uint32
-	if size >= headerPrefixSize {
-		if _, err := io.ReadFull(br, h[:headerPrefixSize]); err != nil {
-			return seg, fmt.Errorf("recover segment %s: read header: %w", path, err)
-		}
-		// A short file with a bad magic is a header never fully written;
-		// one with the right magic and an unknown version is from a newer
-		// counterd, never to be replaced.
-		hsize, version, err = headerSize(h)
-		if err != nil && (size >= v1HeaderSize || string(h[:4]) == segmentMagic) {
-			return seg, fmt.Errorf("recover segment %s: %w", path, err)
-		}
+	h, version, short, err := readSegmentHeader(br, path, size)
+	if err != nil {
+		return seg, err
 	}
-	if size < v1HeaderSize || size < hsize {
-		// A crash between creating the file and writing its header: it
-		// holds no record, so give it a whole header and keep it, which
-		// keeps its sequence number used and lets the caller Remove it.
-		seg.Truncated = size
-		gotBytes := repairSegment(dir, f, seq, segmentHeader(seq, gen), nil, gen, log,
-			fmt.Sprintf("shorter than its header (%d bytes)", size), size)
-		if gotBytes {
-			seg.Bytes = segmentHeaderSize
-			seg.Generation = generationString(gen)
-		}
-		return seg, nil
+	if short {
+		return recoverShort(dir, f, seg, gen, log), nil
 	}
-	if _, err := io.ReadFull(br, h[headerPrefixSize:hsize]); err != nil {
-		return seg, fmt.Errorf("recover segment %s: read header: %w", path, err)
-	}
-	h = h[:hsize]
 	if later, ok := recycledHeader(h, version, seq); ok {
 		return seg, dropRecycled(dir, f, seq, later, size, gen, log)
 	}
 	if seg.Generation, err = checkSegmentHeader(h, version, seq); err != nil {
 		return seg, fmt.Errorf("recover segment %s: %w", path, err)
 	}
-	sc := scanner{r: br, version: version, off: hsize, size: size}
+	sc := scanner{r: br, version: version, off: int64(len(h)), size: size}
 	var acc accumulator
 	if err := sc.scan(&acc); err != nil {
 		return seg, fmt.Errorf("recover segment %s at offset %d: %w", path, sc.off, err)
 	}
 	seg.Changes, seg.Records, seg.Skipped = acc.changes, sc.records, sc.skipped
-	if !sc.damaged() {
-		return seg, nil
+	if sc.damaged() {
+		repairScanned(dir, f, h, &sc, gen, log, &seg)
 	}
+	return seg, nil
+}
+
+// readSegmentHeader reads the header of the segment at path, size bytes
+// long, from br, and returns it with its version; short says the file
+// is shorter than any header it could hold, and then nothing is read past
+// its prefix.
+func readSegmentHeader(br *bufio.Reader, path string, size int64) (h []byte, version uint32, short bool, err error) {
+	h = make([]byte, segmentHeaderSize)
+	var hsize int64
+	if size >= headerPrefixSize {
+		if _, err := io.ReadFull(br, h[:headerPrefixSize]); err != nil {
+			return nil, 0, false, fmt.Errorf("recover segment %s: read header: %w", path, err)
+		}
+		// A short file with a bad magic is a header never fully written;
+		// one with the right magic and an unknown version is from a newer
+		// counterd, never to be replaced.
+		hsize, version, err = headerSize(h)
+		if err != nil && (size >= v1HeaderSize || string(h[:4]) == segmentMagic) {
+			return nil, 0, false, fmt.Errorf("recover segment %s: %w", path, err)
+		}
+	}
+	if size < v1HeaderSize || size < hsize {
+		return nil, 0, true, nil
+	}
+	if _, err := io.ReadFull(br, h[headerPrefixSize:hsize]); err != nil {
+		return nil, 0, false, fmt.Errorf("recover segment %s: read header: %w", path, err)
+	}
+	return h[:hsize], version, false, nil
+}
+
+// recoverShort keeps a segment shorter than its header, f: a crash
+// between creating the file and writing its header. It holds no record,
+// so it gets a whole header and is kept, which keeps its sequence number
+// used and lets the caller Remove it. seg.Bytes is the file's size.
+func recoverShort(dir string, f *os.File, seg Segment, gen [generationSize]byte, log *slog.Logger) Segment {
+	size := seg.Bytes
+	seg.Truncated = size
+	gotBytes := repairSegment(dir, f, seg.Seq, segmentHeader(seg.Seq, gen), nil, gen, log,
+		fmt.Sprintf("shorter than its header (%d bytes)", size), size)
+	if gotBytes {
+		seg.Bytes = segmentHeaderSize
+		seg.Generation = generationString(gen)
+	}
+	return seg
+}
+
+// repairScanned replaces segment f, whose scan sc found damage, with a
+// copy of header h and the good records, and records in seg what was
+// cut off and, if the repair was made, the copy's size (seg.Bytes is the
+// file's size until then).
+func repairScanned(dir string, f *os.File, h []byte, sc *scanner, gen [generationSize]byte, log *slog.Logger, seg *Segment) {
+	size := seg.Bytes
 	if sc.tailReason != "" {
 		seg.Truncated = size - sc.off
 	}
-	kept := hsize
+	kept := int64(len(h))
 	for _, s := range sc.good {
 		kept += s.end - s.start
 	}
-	if repairSegment(dir, f, seq, h, sc.good, gen, log, sc.reason(), size-kept) {
+	if repairSegment(dir, f, seg.Seq, h, sc.good, gen, log, sc.reason(), size-kept) {
 		seg.Bytes = kept
 	}
-	return seg, nil
 }

@@ -34,8 +34,7 @@ func (r *Reader) multibulk() (args [][]byte, ok bool, err error) {
 	spans := r.spans
 	for ; pending > 0; pending-- {
 		if i >= len(buf) {
-			r.pending, r.next, r.spans = pending, i-start, spans
-			return nil, false, r.short(limit)
+			return nil, false, r.suspend(pending, i-start, spans, 0, limit)
 		}
 		if buf[i] != '$' {
 			return nil, false, &ProtocolError{Msg: fmt.Sprintf("expected '$', got '%c'", buf[i])}
@@ -47,12 +46,9 @@ func (r *Reader) multibulk() (args [][]byte, ok bool, err error) {
 		end := j + n // where the bulk's "\r\n" starts
 		if j < 0 || end+2 > len(buf) {
 			// Wait for the rest of this bulk. Its header is read again
-			// next time, which costs a few bytes.
-			r.pending, r.next, r.spans = pending, i-start, spans
-			if j >= 0 && end+2 > limit {
-				return nil, false, r.tooBig()
-			}
-			return nil, false, r.short(limit)
+			// next time, which costs a few bytes. A header cut off
+			// (j < 0) has n == 0, so end+2 == 1: never past limit.
+			return nil, false, r.suspend(pending, i-start, spans, end+2, limit)
 		}
 		if buf[end] != '\r' || buf[end+1] != '\n' {
 			return nil, false, protocolError(msgBulkEnd)
@@ -69,6 +65,19 @@ func (r *Reader) multibulk() (args [][]byte, ok bool, err error) {
 	}
 	r.r, r.args = i, args
 	return args, true, nil
+}
+
+// suspend keeps how far a command has been read for the next call: the
+// bulks still pending, the offset from the command's start of the next
+// one's header, and the spans of those before it. It returns short's
+// error, or tooBig's if the bulk being read would end at or past limit
+// (its "\r\n" ending before end).
+func (r *Reader) suspend(pending, next int, spans []span, end, limit int) error {
+	r.pending, r.next, r.spans = pending, next, spans
+	if end > limit {
+		return r.tooBig()
+	}
+	return r.short(limit)
 }
 
 // short is the error for a command cut off at the end of the buffered
@@ -94,27 +103,14 @@ func header(buf []byte, i, max int, allowMinusOne bool) (n, next int, ok, over b
 		j++
 	}
 	digits := j
-	for ; j < len(buf); j++ {
-		d := buf[j] - '0'
-		if d > 9 {
-			break
-		}
-		// n == 0 past the first digit means a leading zero. Failing on it,
-		// like on n > max, before the line ends keeps an endless number
-		// from growing the buffer.
-		if n == 0 && j > digits {
-			return 0, 0, false, false
-		}
-		n = n*10 + int(d)
-		if n > max {
-			return 0, 0, false, !neg
-		}
-	}
+	n, j = decimal(buf, j, max)
 	switch {
 	case j >= len(buf):
 		return 0, -1, true, false
 	case buf[j] != '\r' || j == digits || neg && n != 1:
-		return 0, 0, false, false
+		// decimal stops at a digit past max or making a leading zero,
+		// so both land here.
+		return 0, 0, false, n > max && !neg
 	case j+1 >= len(buf):
 		return 0, -1, true, false
 	case buf[j+1] != '\n':
@@ -123,4 +119,25 @@ func header(buf []byte, i, max int, allowMinusOne bool) (n, next int, ok, over b
 		return -n, j + 2, true, false
 	}
 	return n, j + 2, true, false
+}
+
+// decimal reads the digits at buf[j:] into n and returns the index of the
+// first byte it did not take: the first that is not a digit (len(buf) if
+// they run off its end), or the digit that makes a leading zero or takes
+// n past max. Stopping there, before the line ends, keeps an endless
+// number from growing the buffer.
+func decimal(buf []byte, j, max int) (n, end int) {
+	digits := j
+	for ; j < len(buf); j++ {
+		d := buf[j] - '0'
+		// n == 0 past the first digit means a leading zero.
+		if d > 9 || n == 0 && j > digits {
+			break
+		}
+		n = n*10 + int(d)
+		if n > max {
+			break
+		}
+	}
+	return n, j
 }

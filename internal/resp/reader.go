@@ -204,6 +204,15 @@ func (r *Reader) Fill() error {
 	if r.rerr != nil {
 		return r.rerr
 	}
+	if err := r.makeRoom(); err != nil {
+		return err
+	}
+	return r.read()
+}
+
+// makeRoom moves the unconsumed bytes to the front of the buffer and
+// resizes it as Fill says, so that there is room to read into.
+func (r *Reader) makeRoom() error {
 	if r.r > 0 {
 		r.w = copy(r.buf, r.buf[r.r:r.w])
 		r.r = 0
@@ -233,6 +242,12 @@ func (r *Reader) Fill() error {
 		copy(buf, r.buf[:r.w])
 		r.buf = buf
 	}
+	return nil
+}
+
+// read makes one Read call into the free end of the buffer, retrying up to
+// maxEmptyReads times while it returns nothing and no error.
+func (r *Reader) read() error {
 	for range maxEmptyReads {
 		n, err := r.rd.Read(r.buf[r.w:])
 		if n < 0 || n > len(r.buf)-r.w {

@@ -41,105 +41,143 @@ func (s *Set) Resolve(ctx context.Context, db Querier) error {
 	return nil
 }
 
+// resolve checks t against the catalog, table, key and column in turn,
+// and prepares its statement.
 func (t *Target) resolve(ctx context.Context, db Querier) error {
 	name := pgx.Identifier{t.Table}
 	if t.Schema != "" {
 		name = pgx.Identifier{t.Schema, t.Table}
 	}
+	tbl, err := lookupTable(ctx, db, name.Sanitize())
+	if err != nil {
+		return err
+	}
+	pk, idk, err := primaryKey(ctx, db, tbl)
+	if err != nil {
+		return err
+	}
+	colType, err := countColumn(ctx, db, tbl, t.Column, pk)
+	if err != nil {
+		return err
+	}
+	t.kind = idk
+	t.pkName = pk.name
+	t.columnType = colType
+	t.qualified = tbl.schema + "." + tbl.table + "." + t.Column
+	t.update = updateSQL(pgx.Identifier{tbl.schema, tbl.table}.Sanitize(), pgx.Identifier{t.Column}.Sanitize(),
+		pgx.Identifier{pk.name}.Sanitize(), idk.arrayType())
+	t.resolved = true
+	return nil
+}
+
+// table is a target's table as the catalog has it.
+type table struct {
+	oid           uint32
+	schema, table string
+	// name is the table as ROLLUP_TARGETS named it, quoted, for errors.
+	name string
+}
+
+// column is one column of a table's primary key.
+type column struct{ name, typ string }
+
+// lookupTable finds the table name (quoted) names through the
+// search_path, and checks it is a table the rollup's role may read and
+// update.
+func lookupTable(ctx context.Context, db Querier, name string) (table, error) {
+	tbl := table{name: name}
 	var (
-		oid            uint32
-		schema, table  string
-		kind           string
-		canUpdate      bool
-		canSelectOwner bool
+		kind                   string
+		canUpdate, canSelectIt bool
 	)
 	err := db.QueryRow(ctx, `
 SELECT c.oid, n.nspname, c.relname, c.relkind::text,
        has_table_privilege(c.oid, 'UPDATE'), has_table_privilege(c.oid, 'SELECT')
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.oid = to_regclass($1)`, name.Sanitize()).Scan(&oid, &schema, &table, &kind, &canUpdate, &canSelectOwner)
+WHERE c.oid = to_regclass($1)`, name).Scan(&tbl.oid, &tbl.schema, &tbl.table, &kind, &canUpdate, &canSelectIt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("table %s does not exist", name.Sanitize())
+		return tbl, fmt.Errorf("table %s does not exist", name)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "3F000" { // invalid_schema_name
-		return fmt.Errorf("table %s does not exist: %s", name.Sanitize(), pgErr.Message)
+		return tbl, fmt.Errorf("table %s does not exist: %s", name, pgErr.Message)
 	}
 	if err != nil {
-		return fmt.Errorf("look up table %s: %w", name.Sanitize(), err)
+		return tbl, fmt.Errorf("look up table %s: %w", name, err)
 	}
 	if kind != "r" && kind != "p" {
-		return fmt.Errorf("%s is not a table (relkind %q)", name.Sanitize(), kind)
+		return tbl, fmt.Errorf("%s is not a table (relkind %q)", name, kind)
 	}
-	if !canUpdate || !canSelectOwner {
-		return fmt.Errorf("the rollup's database role may not SELECT and UPDATE %s", name.Sanitize())
+	if !canUpdate || !canSelectIt {
+		return tbl, fmt.Errorf("the rollup's database role may not SELECT and UPDATE %s", name)
 	}
+	return tbl, nil
+}
 
+// primaryKey returns tbl's primary key, which must be a single column of
+// a type {id} can be parsed as, and how {id} is parsed.
+func primaryKey(ctx context.Context, db Querier, tbl table) (column, idKind, error) {
 	rows, err := db.Query(ctx, `
 SELECT a.attname, format_type(a.atttypid, NULL)
 FROM pg_index i
 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
 WHERE i.indrelid = $1 AND i.indisprimary
-ORDER BY array_position(i.indkey, a.attnum)`, oid)
+ORDER BY array_position(i.indkey, a.attnum)`, tbl.oid)
 	if err != nil {
-		return fmt.Errorf("look up the primary key of %s: %w", name.Sanitize(), err)
+		return column{}, 0, fmt.Errorf("look up the primary key of %s: %w", tbl.name, err)
 	}
-	type col struct{ name, typ string }
-	pk, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (col, error) {
-		var c col
+	pk, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (column, error) {
+		var c column
 		err := r.Scan(&c.name, &c.typ)
 		return c, err
 	})
 	if err != nil {
-		return fmt.Errorf("look up the primary key of %s: %w", name.Sanitize(), err)
+		return column{}, 0, fmt.Errorf("look up the primary key of %s: %w", tbl.name, err)
 	}
 	switch len(pk) {
 	case 0:
-		return fmt.Errorf("%s has no primary key; {id} must name one row", name.Sanitize())
+		return column{}, 0, fmt.Errorf("%s has no primary key; {id} must name one row", tbl.name)
 	case 1:
 	default:
 		names := make([]string, len(pk))
 		for i, c := range pk {
 			names[i] = c.name
 		}
-		return fmt.Errorf("%s has a composite primary key (%s); a target needs a single-column primary key", name.Sanitize(), strings.Join(names, ", "))
+		return column{}, 0, fmt.Errorf("%s has a composite primary key (%s); a target needs a single-column primary key", tbl.name, strings.Join(names, ", "))
 	}
 	idk, ok := idKinds[pk[0].typ]
 	if !ok {
-		return fmt.Errorf("primary key %s of %s is %s; {id} can be parsed as smallint, integer, bigint, uuid, text or character varying", pk[0].name, name.Sanitize(), pk[0].typ)
+		return column{}, 0, fmt.Errorf("primary key %s of %s is %s; {id} can be parsed as smallint, integer, bigint, uuid, text or character varying", pk[0].name, tbl.name, pk[0].typ)
 	}
+	return pk[0], idk, nil
+}
 
+// countColumn returns the type of tbl's column col, which must exist,
+// hold an exact number, and be neither generated nor the key pk.
+func countColumn(ctx context.Context, db Querier, tbl table, col string, pk column) (string, error) {
 	var (
 		colType   string
 		generated bool
 	)
-	err = db.QueryRow(ctx, `
+	err := db.QueryRow(ctx, `
 SELECT format_type(a.atttypid, NULL), a.attgenerated <> ''
 FROM pg_attribute a
-WHERE a.attrelid = $1 AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped`, oid, t.Column).Scan(&colType, &generated)
+WHERE a.attrelid = $1 AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped`, tbl.oid, col).Scan(&colType, &generated)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("column %s does not exist in %s", pgx.Identifier{t.Column}.Sanitize(), name.Sanitize())
+		return "", fmt.Errorf("column %s does not exist in %s", pgx.Identifier{col}.Sanitize(), tbl.name)
 	}
 	if err != nil {
-		return fmt.Errorf("look up column %s of %s: %w", t.Column, name.Sanitize(), err)
+		return "", fmt.Errorf("look up column %s of %s: %w", col, tbl.name, err)
 	}
 	switch {
 	case !countTypes[colType]:
-		return fmt.Errorf("column %s is %s; a count goes in smallint, integer, bigint or numeric", t.Column, colType)
+		return "", fmt.Errorf("column %s is %s; a count goes in smallint, integer, bigint or numeric", col, colType)
 	case generated:
-		return fmt.Errorf("column %s is generated; it cannot be added to", t.Column)
-	case t.Column == pk[0].name:
-		return fmt.Errorf("column %s is the primary key", t.Column)
+		return "", fmt.Errorf("column %s is generated; it cannot be added to", col)
+	case col == pk.name:
+		return "", fmt.Errorf("column %s is the primary key", col)
 	}
-
-	t.kind = idk
-	t.pkName = pk[0].name
-	t.columnType = colType
-	t.qualified = schema + "." + table + "." + t.Column
-	t.update = updateSQL(pgx.Identifier{schema, table}.Sanitize(), pgx.Identifier{t.Column}.Sanitize(),
-		pgx.Identifier{pk[0].name}.Sanitize(), idk.arrayType())
-	t.resolved = true
-	return nil
+	return colType, nil
 }
 
 // updateSQL adds $2 (numeric[]) to col of the rows of tbl whose key pk is

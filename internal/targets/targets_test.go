@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/targets"
 )
@@ -154,6 +156,44 @@ func TestResolveErrors(t *testing.T) {
 	f("p:{id}=nokey.n", "has no primary key")
 	f("p:{id}=floaty.n", "primary key id of \"floaty\" is double precision")
 	f("p:{id}=vposts.like_count", "is not a table")
+}
+
+// A table the rollup's role may read but not update is refused at start,
+// not found out by the first fold. The role exists only inside a
+// transaction that is rolled back.
+func TestResolveNeedsPrivileges(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{NoMigrate: true})
+	ctx := context.Background()
+	if _, err := db.Pool.Exec(ctx, `CREATE TABLE posts (id bigint PRIMARY KEY, like_count integer)`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	role := pgx.Identifier{db.Schema + "_reader"}.Sanitize()
+	for _, sql := range []string{
+		`CREATE ROLE ` + role + ` NOLOGIN`,
+		`GRANT USAGE ON SCHEMA ` + pgx.Identifier{db.Schema}.Sanitize() + ` TO ` + role,
+		`GRANT SELECT ON posts TO ` + role,
+		`SET LOCAL ROLE ` + role,
+	} {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	const spec = "p:{id}=posts.like_count"
+	set, err := targets.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = set.Resolve(ctx, tx)
+	want := spec + `: the rollup's database role may not SELECT and UPDATE "posts"`
+	if err == nil || err.Error() != want {
+		t.Fatalf("Resolve as a role without UPDATE: %v; want %q", err, want)
+	}
 }
 
 // Whatever ROLLUP_TARGETS holds, Parse either refuses it or returns
