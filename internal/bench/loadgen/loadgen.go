@@ -75,8 +75,9 @@ type Result struct {
 // Rate is commands answered per second.
 func (r Result) Rate() float64 { return float64(r.Ops) / r.Elapsed.Seconds() }
 
-// Run sends the load and waits for every reply.
-func Run(ctx context.Context, cfg Config) (Result, error) {
+// withDefaults fills in what cfg leaves unset: one client, no pipelining,
+// 100,000 uniformly drawn keys.
+func (cfg Config) withDefaults() Config {
 	if cfg.Clients <= 0 {
 		cfg.Clients = 1
 	}
@@ -90,6 +91,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		keys := uint64(cfg.Keys)
 		cfg.Source = func(rng *rand.Rand) func() uint64 { return keyspace.Uniform.Source(rng, keys) }
 	}
+	return cfg
+}
+
+// Run sends the load and waits for every reply.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	cfg = cfg.withDefaults()
 	if cfg.Requests <= 0 && cfg.Duration <= 0 {
 		return Result{}, errors.New("loadgen: set Requests or Duration")
 	}

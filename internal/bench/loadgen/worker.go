@@ -63,63 +63,100 @@ func (w *worker) run(ctx context.Context, remaining *atomic.Int64, deadline time
 	rd := bufio.NewReaderSize(conn, 64<<10)
 	buf := make([]byte, 0, 64<<10)
 	for i, rounds := 0, 0; rounds < maxRounds; rounds++ {
-		if !deadline.IsZero() && (time.Now().After(deadline) || (w.interval > 0 && !w.due.Before(deadline))) {
+		if w.past(deadline) {
 			return nil
 		}
-		if w.interval > 0 {
-			if wait := time.Until(w.due) - timerSlack; wait > 0 {
-				timer.Reset(wait)
-				select {
-				case <-timer.C:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-		}
-		n := w.cfg.Pipeline
-		if deadline.IsZero() {
-			left := remaining.Add(-int64(n))
-			if left < 0 {
-				n += int(left)
-			}
-			if n <= 0 {
-				return nil
-			}
-		}
-		buf = buf[:0]
-		for range n {
-			if w.next != nil {
-				buf = appendIndexIncr(buf, w.next())
-			} else {
-				buf = appendIncr(buf, w.cfg.Key(w.rng, w.id, i))
-			}
-			i++
-		}
-		t0 := time.Now()
-		if w.interval > 0 {
-			// Late: charge the delay from the due time. Early (within
-			// timerSlack): time the round trip only.
-			if w.due.Before(t0) {
-				t0 = w.due
-			}
-			w.due = w.due.Add(w.interval)
-		}
-		if _, err := conn.Write(buf); err != nil {
+		if err := w.pace(ctx, timer); err != nil {
 			return err
 		}
-		for range n {
-			ok, err := readReply(rd)
-			if err != nil {
-				return err
-			}
-			if ok {
-				w.ops++
-			} else {
-				w.errs++
-			}
+		n := w.batch(remaining, deadline)
+		if n <= 0 {
+			return nil
 		}
-		w.lat.Record(time.Since(t0))
+		buf = w.fill(buf[:0], n, &i)
+		if err := w.roundTrip(conn, rd, buf, n); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// past reports whether a timed run is over: its deadline passed, or, at a
+// fixed rate, the next send would be due after it.
+func (w *worker) past(deadline time.Time) bool {
+	return !deadline.IsZero() && (time.Now().After(deadline) || (w.interval > 0 && !w.due.Before(deadline)))
+}
+
+// pace waits, at a fixed rate, until the next send is due.
+func (w *worker) pace(ctx context.Context, timer *time.Timer) error {
+	if w.interval <= 0 {
+		return nil
+	}
+	wait := time.Until(w.due) - timerSlack
+	if wait <= 0 {
+		return nil
+	}
+	timer.Reset(wait)
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// batch is how many commands the next pipeline sends: Pipeline, or, for
+// a run bounded by count, what is left of it.
+func (w *worker) batch(remaining *atomic.Int64, deadline time.Time) int {
+	n := w.cfg.Pipeline
+	if deadline.IsZero() {
+		if left := remaining.Add(-int64(n)); left < 0 {
+			n += int(left)
+		}
+	}
+	return n
+}
+
+// fill appends n commands to buf; *i counts commands across pipelines.
+func (w *worker) fill(buf []byte, n int, i *int) []byte {
+	for range n {
+		if w.next != nil {
+			buf = appendIndexIncr(buf, w.next())
+		} else {
+			buf = appendIncr(buf, w.cfg.Key(w.rng, w.id, *i))
+		}
+		*i++
+	}
+	return buf
+}
+
+// roundTrip sends one pipeline, reads its n replies and records its
+// latency.
+func (w *worker) roundTrip(conn net.Conn, rd *bufio.Reader, buf []byte, n int) error {
+	t0 := time.Now()
+	if w.interval > 0 {
+		// Late: charge the delay from the due time. Early (within
+		// timerSlack): time the round trip only.
+		if w.due.Before(t0) {
+			t0 = w.due
+		}
+		w.due = w.due.Add(w.interval)
+	}
+	if _, err := conn.Write(buf); err != nil {
+		return err
+	}
+	for range n {
+		ok, err := readReply(rd)
+		if err != nil {
+			return err
+		}
+		if ok {
+			w.ops++
+		} else {
+			w.errs++
+		}
+	}
+	w.lat.Record(time.Since(t0))
 	return nil
 }
 
