@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,42 +15,30 @@ import (
 	"github.com/counterd/counterd/internal/pgtest"
 )
 
-// holdConn is a connection to PostgreSQL whose replies the test can hold
-// back: while held, a Read waits until pgx gives up on it (sets a
-// deadline, as it does when a context ends) and then fails, leaving the
-// reply unread. The statement itself runs and commits in PostgreSQL.
+// replies holds back what PostgreSQL sends while held: the bytes are read
+// off the socket (whenever pgx's read began) and dropped, and the read
+// waits until the test cuts it, then fails as a broken connection would.
+// The statement itself runs and commits in PostgreSQL; only its reply is
+// lost.
+type replies struct {
+	held atomic.Bool
+	cut  chan struct{}
+}
+
 type holdConn struct {
 	net.Conn
-	held     *atomic.Bool
-	mu       sync.Mutex
-	deadline chan struct{}
+	r *replies
 }
+
+var errCut = errors.New("connection cut by the test")
 
 func (c *holdConn) Read(b []byte) (int, error) {
-	if c.held.Load() {
-		c.mu.Lock()
-		ch := c.deadline
-		c.mu.Unlock()
-		<-ch
-		return 0, os.ErrDeadlineExceeded
+	n, err := c.Conn.Read(b)
+	if c.r.held.Load() {
+		<-c.r.cut
+		return 0, errCut
 	}
-	return c.Conn.Read(b)
-}
-
-func (c *holdConn) SetDeadline(t time.Time) error     { c.gaveUp(t); return c.Conn.SetDeadline(t) }
-func (c *holdConn) SetReadDeadline(t time.Time) error { c.gaveUp(t); return c.Conn.SetReadDeadline(t) }
-
-func (c *holdConn) gaveUp(t time.Time) {
-	if t.IsZero() {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	select {
-	case <-c.deadline:
-	default:
-		close(c.deadline)
-	}
+	return n, err
 }
 
 // A lease whose reply was lost (PostgreSQL committed it, the daemon's
@@ -65,7 +51,7 @@ func TestLeaseWithLostReplyIsReturned(t *testing.T) {
 	db := pgtest.New(t, pgtest.Options{})
 	ctx := context.Background()
 
-	held := new(atomic.Bool)
+	r := &replies{cut: make(chan struct{})}
 	cfg, err := pgxpool.ParseConfig(db.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +66,7 @@ func TestLeaseWithLostReplyIsReturned(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return &holdConn{Conn: c, held: held, deadline: make(chan struct{})}, nil
+		return &holdConn{Conn: c, r: r}, nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -93,8 +79,10 @@ func TestLeaseWithLostReplyIsReturned(t *testing.T) {
 
 	st := NewStore(pool)
 	m := New(st, Options{
-		Holder:   "h1",
-		TTL:      time.Minute,
+		Holder: "h1",
+		// Long enough that no renewal shares the one connection while
+		// the lease's reply is held.
+		TTL:      time.Hour,
 		Interval: 20 * time.Millisecond,
 		Record: func(change.Change) (func(context.Context) error, error) {
 			return nil, errors.New("no grant is expected from a lease whose reply was lost")
@@ -113,12 +101,11 @@ func TestLeaseWithLostReplyIsReturned(t *testing.T) {
 	}
 
 	// TAKE needs a lease; its reply is held until the lease is in the
-	// table, then TAKE's context ends: the reply is lost.
-	held.Store(true)
-	takeCtx, giveUp := context.WithCancel(ctx)
+	// table, then the connection breaks: the reply is lost.
+	r.held.Store(true)
 	taken := make(chan error, 1)
 	go func() {
-		_, err := m.Take(takeCtx, "gift", 1)
+		_, err := m.Take(ctx, "gift", 1)
 		taken <- err
 	}()
 	waitFor(t, "the lease to be committed", func() bool {
@@ -126,11 +113,11 @@ func TestLeaseWithLostReplyIsReturned(t *testing.T) {
 		err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM budget_leases WHERE holder = 'h1'`).Scan(&n)
 		return err == nil && n == 1
 	})
-	giveUp()
+	close(r.cut)
 	if err := <-taken; !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("TAKE whose lease reply was lost: %v; want ErrUnavailable", err)
 	}
-	held.Store(false)
+	r.held.Store(false)
 
 	waitFor(t, "the lost lease to be returned", func() bool {
 		tot, err := NewStore(db.Pool).Read(ctx, "gift")
