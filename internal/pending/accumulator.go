@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync/atomic"
 
 	"github.com/counterd/counterd/internal/change"
@@ -189,14 +188,14 @@ func (a *Accumulator) addLocked(s *shard, items []change.Change, errs []error, e
 		if c == nil {
 			// New before this group, its key reserved by check; an
 			// earlier change of the group may have created it since.
-			id := cellID(ch)
+			id := ch.Cell()
 			if c = s.cells.get(id); c == nil {
 				c = s.cells.add(id)
 			}
 		}
 		s.cells.fold(c, ch)
-		if excl && !c.big && a.outside(c.n) {
-			a.markBig(cellID(ch), c)
+		if excl && !c.big && a.outside(c.N) {
+			a.markBig(ch.Cell(), c)
 		}
 	}
 	if seq == 0 {
@@ -245,9 +244,4 @@ func (a *Accumulator) Cut() (bool, error) {
 // PendingKeys reports how many distinct counters wait for the next round.
 func (a *Accumulator) PendingKeys() int { return int(a.keys.Load()) }
 
-func addChecked(a, b int64) (int64, bool) {
-	if (b > 0 && a > math.MaxInt64-b) || (b < 0 && a < math.MinInt64-b) {
-		return 0, false
-	}
-	return a + b, true
-}
+func addChecked(a, b int64) (int64, bool) { return change.CheckedAdd(a, b) }

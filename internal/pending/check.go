@@ -27,55 +27,23 @@ func (a *Accumulator) check(s *shard, items []change.Change, errs []error, excl 
 	s.reserved = 0
 	defer s.resetFresh(len(items)) // its keys alias the caller's buffer
 	stop = len(items)
+	// A group of one needs no tentative sum for a counter new to s: no
+	// later change of the group can meet it.
+	track := len(items) > 1
 	for i, ch := range items {
 		errs[i] = nil
-		if ch.Delta == 0 && ch.Var == 0 && !replaces(ch.Kind) {
-			continue // sampled out, or INCRBY 0: nothing to record
+		if idle(ch) {
+			continue // nothing to record
 		}
-		if !excl && replaces(ch.Kind) {
+		c, _, err := a.checkOne(s, ch, excl, track)
+		if err == errExclusive {
 			stop = i
 			break
 		}
-		id := cellID(ch)
-		c := a.lookup(s, id, excl)
-		var cur int64
-		newKey := false
-		if c != nil {
-			cur = s.tentative(c)
-		} else {
-			var seen bool
-			cur, seen = s.fresh[id]
-			newKey = !seen
-		}
-		sum, ok := addChecked(cur, ch.Delta)
-		if replaces(ch.Kind) {
-			sum, ok = ch.Delta, true // SET n, or an expiry time: nothing to add up
-		}
-		if !excl && (!ok || a.outside(sum) || (c != nil && c.big)) {
-			stop = i
-			break
-		}
-		if !ok {
-			a.m.rejected.Inc()
-			errs[i] = ErrOverflow
+		if err != nil {
+			errs[i] = err
 			refused++
 			continue
-		}
-		if newKey && !a.reserveKey(s) {
-			if !excl {
-				stop = i // the key may be pending in another shard
-				break
-			}
-			a.m.rejected.Inc()
-			errs[i] = ErrBackoff
-			refused++
-			continue
-		}
-		switch {
-		case c != nil:
-			c.tent = sum
-		case len(items) > 1:
-			s.fresh[id] = sum
 		}
 		acc = append(acc, ch)
 		found = append(found, c)
@@ -130,7 +98,7 @@ func (a *Accumulator) checkWindowed(s *shard, items []change.Change, errs []erro
 	stop = len(items)
 	for i, ch := range items {
 		errs[i] = nil
-		if ch.Delta == 0 && ch.Var == 0 && !replaces(ch.Kind) {
+		if idle(ch) {
 			continue // sampled out, or INCRBY 0: nothing to record
 		}
 		s.expanded = a.win.Expand(append(s.expanded[:0], ch), ch, at)
@@ -139,7 +107,7 @@ func (a *Accumulator) checkWindowed(s *shard, items []change.Change, errs []erro
 		for _, sub := range s.expanded {
 			var c *cell
 			var u undoEntry
-			if c, u, err = a.checkOne(s, sub, excl); err != nil {
+			if c, u, err = a.checkOne(s, sub, excl, true); err != nil {
 				break
 			}
 			undo = append(undo, u)
@@ -185,59 +153,75 @@ type undoEntry struct {
 	newKey bool
 }
 
-// checkOne checks one change against its counter's tentative sum and
-// records the new sum, for checkWindowed. On the fast path it returns
-// errExclusive for a change that needs the exclusive path.
-func (a *Accumulator) checkOne(s *shard, ch change.Change, excl bool) (*cell, undoEntry, error) {
-	if !excl && replaces(ch.Kind) {
+// checkOne checks one change against its counter's tentative value and
+// records the new one (for a counter new to s, in s.fresh when track is
+// set). On the fast path it returns errExclusive for a change that needs
+// the exclusive path.
+func (a *Accumulator) checkOne(s *shard, ch change.Change, excl, track bool) (*cell, undoEntry, error) {
+	if !excl && exclusive(ch.Kind) {
 		return nil, undoEntry{}, errExclusive
 	}
-	id := cellID(ch)
+	id := ch.Cell()
 	c := a.lookup(s, id, excl)
 	u := undoEntry{c: c}
-	var cur int64
 	if c != nil {
-		cur = s.tentative(c)
+		u.prev = s.tentative(c)
 	} else {
-		cur, u.seen = s.fresh[id]
+		u.prev, u.seen = s.fresh[id]
 	}
-	u.prev = cur
-	sum, ok := addChecked(cur, ch.Delta)
-	if replaces(ch.Kind) {
-		sum, ok = ch.Delta, true // SET n, or an expiry time: nothing to add up
-	}
-	if !excl && (!ok || a.outside(sum) || (c != nil && c.big)) {
-		return nil, u, errExclusive
-	}
-	if !ok {
-		a.m.rejected.Inc()
-		return nil, u, ErrOverflow
+	n, ok := change.Net{N: u.prev}.Merge(ch)
+	if err := a.admit(c, n.N, ok, excl); err != nil {
+		return nil, u, err
 	}
 	if c == nil && !u.seen {
-		if !a.reserveKey(s) {
-			if !excl {
-				return nil, u, errExclusive // the key may be pending in another shard
-			}
-			a.m.rejected.Inc()
-			return nil, u, ErrBackoff
+		if err := a.reserveNew(s, excl); err != nil {
+			return nil, u, err
 		}
 		u.newKey = true
 	}
 	switch {
 	case c != nil:
-		c.tent = sum
-	default:
-		s.fresh[id] = sum
+		c.tent = n.N
+	case track:
+		s.fresh[id] = n.N
 		u.id = id
 	}
 	return c, u, nil
+}
+
+// admit decides on a change that would leave its counter's value at sum
+// (ok false: past int64): errExclusive on the fast path for one the
+// shard's bound does not allow, ErrOverflow for one that does not fit.
+func (a *Accumulator) admit(c *cell, sum int64, ok, excl bool) error {
+	if !excl && (!ok || a.outside(sum) || (c != nil && c.big)) {
+		return errExclusive
+	}
+	if !ok {
+		a.m.rejected.Inc()
+		return ErrOverflow
+	}
+	return nil
+}
+
+// reserveNew reserves a counter new to s (reserveKey): at the key limit
+// the fast path gives way to the exclusive one, where the key may turn
+// out to be pending in another shard, and the exclusive path refuses it.
+func (a *Accumulator) reserveNew(s *shard, excl bool) error {
+	if a.reserveKey(s) {
+		return nil
+	}
+	if !excl {
+		return errExclusive
+	}
+	a.m.rejected.Inc()
+	return ErrBackoff
 }
 
 // tentative returns c's value as the group under check leaves it so far,
 // stamping c for the group on first touch.
 func (s *shard) tentative(c *cell) int64 {
 	if c.stamp != s.group {
-		c.stamp, c.tent = s.group, c.n
+		c.stamp, c.tent = s.group, c.N
 	}
 	return c.tent
 }

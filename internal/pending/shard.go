@@ -165,7 +165,7 @@ func (a *Accumulator) consolidate(id change.ID) *cell {
 		s.cells.remove(id)
 		a.keys.Add(-1)
 	}
-	if c != nil && !c.big && a.outside(c.n) {
+	if c != nil && !c.big && a.outside(c.N) {
 		a.markBig(id, c)
 	}
 	return c
