@@ -40,6 +40,9 @@ func (k Kind) Width() time.Duration {
 // is nil), so a change of 0 does nothing and nets held apart (in shards)
 // can be summed in any order.
 func (k Kind) Additive() bool {
+	if k == plain {
+		return true
+	}
 	s := specs[k]
 	return s == nil || s.Merge == nil
 }
@@ -92,6 +95,13 @@ type Change struct {
 // its kind's Spec.Check refuses. The journal checks every change it
 // records and every one it replays.
 func (c Change) Check() error {
+	if c.Kind == plain && c.Bucket == 0 {
+		return nil // the plain kind has no buckets and nothing else to check
+	}
+	return c.check()
+}
+
+func (c Change) check() error {
 	s := specs[c.Kind]
 	if s == nil {
 		return fmt.Errorf("unknown change kind %d", uint8(c.Kind))
@@ -124,6 +134,9 @@ func (c Change) ID() ID { return ID{Key: c.Key, Kind: c.Kind, Bucket: c.Bucket} 
 // says Lands, the cell of that kind of its key (a Set lands on the key's
 // Total).
 func (c Change) Cell() ID {
+	if c.Kind == plain {
+		return c.ID()
+	}
 	if s := specs[c.Kind]; s != nil && s.Lands != 0 {
 		return ID{Key: c.Key, Kind: s.Lands}
 	}

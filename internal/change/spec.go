@@ -65,6 +65,9 @@ func Register(k Kind, s Spec) {
 		panic(fmt.Sprintf("BUG: two plain kinds (%v, %s)", plain, s.Name))
 	}
 	if s.Plain {
+		if s.Merge != nil || s.Lands != 0 || s.Width != 0 || len(s.Cancels) > 0 || s.Read != nil {
+			panic(fmt.Sprintf("BUG: plain kind %s must add up, without buckets, on its own cell", s.Name))
+		}
 		plain = k
 	}
 	specs[k] = &s
@@ -102,6 +105,13 @@ func (n Net) Written() bool {
 // Merge nets ch into n, by ch's kind's rule; it reports false if the
 // result would not fit (an additive sum past int64).
 func (n Net) Merge(ch Change) (Net, bool) {
+	if ch.Kind != plain { // the plain kind adds, without a look at the registry
+		return n.mergeBy(ch)
+	}
+	return AddNet(n, ch)
+}
+
+func (n Net) mergeBy(ch Change) (Net, bool) {
 	if s := specs[ch.Kind]; s != nil && s.Merge != nil {
 		return s.Merge(n, ch)
 	}
@@ -138,7 +148,18 @@ type Cells interface {
 // segment and the accumulator a round with it, so a replayed round nets
 // exactly as the live one did.
 func Fold(n *Net, ch Change, cs Cells) bool {
-	m, ok := n.Merge(ch)
+	if ch.Kind != plain { // the plain kind adds and cancels nothing
+		return foldBy(n, ch, cs)
+	}
+	m, ok := AddNet(*n, ch)
+	if ok {
+		*n = m
+	}
+	return ok
+}
+
+func foldBy(n *Net, ch Change, cs Cells) bool {
+	m, ok := n.mergeBy(ch)
 	if !ok {
 		return false
 	}

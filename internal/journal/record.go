@@ -31,7 +31,7 @@ func appendRecord(buf []byte, items []change.Change) ([]byte, error) {
 	buf = binary.AppendUvarint(buf, uint64(len(items)))
 	for i := range items {
 		it := &items[i]
-		if err := checkItem(*it); err != nil {
+		if err := checkItem(it); err != nil {
 			return buf[:start], fmt.Errorf("item %d (key %q): %w", i, it.Key, err)
 		}
 		buf = append(buf, byte(it.Kind))
@@ -53,7 +53,7 @@ func appendRecord(buf []byte, items []change.Change) ([]byte, error) {
 // checkItem says what is wrong with an item: what its kind refuses
 // (change.Change.Check), or a variance that is not finite and
 // non-negative.
-func checkItem(c change.Change) error {
+func checkItem(c *change.Change) error {
 	if err := c.Check(); err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func decodeItem(version uint32, p []byte) (item, []byte, error) {
 		}
 		p = p[n:]
 	}
-	if checkItem(change.Change{Kind: it.kind, Bucket: it.bucket, Delta: it.delta, Var: it.variance}) != nil {
+	if checkItem(&change.Change{Kind: it.kind, Bucket: it.bucket, Delta: it.delta, Var: it.variance}) != nil {
 		return it, nil, errBadPayload
 	}
 	return it, p, nil

@@ -30,12 +30,32 @@ func (a *Accumulator) check(s *shard, items []change.Change, errs []error, excl 
 	// A group of one needs no tentative sum for a counter new to s: no
 	// later change of the group can meet it.
 	track := len(items) > 1
+	var u undoEntry // not needed without windows
 	for i, ch := range items {
 		errs[i] = nil
 		if idle(ch) {
 			continue // nothing to record
 		}
-		c, _, err := a.checkOne(s, ch, excl, track)
+		var c *cell
+		var err error
+		if ch.Kind == change.Plain() {
+			// checkOne, inline for the plain kind (an INCR), which adds
+			// up on its own cell and cancels nothing.
+			id := ch.ID()
+			var cur int64
+			var seen bool
+			c, cur, seen = a.tentativeOf(s, id, excl)
+			sum, ok := addChecked(cur, ch.Delta)
+			err = a.admit(c, sum, ok, excl)
+			if err == nil && c == nil && !seen {
+				err = a.reserveNew(s, excl)
+			}
+			if err == nil {
+				s.settle(c, id, sum, track)
+			}
+		} else {
+			c, err = a.checkOne(s, ch, excl, track, &u)
+		}
 		if err == errExclusive {
 			stop = i
 			break
@@ -76,15 +96,6 @@ func (a *Accumulator) releaseKey(s *shard) {
 	s.reserved--
 }
 
-// lookup returns id's cell in s, consolidated from every shard on the
-// exclusive path.
-func (a *Accumulator) lookup(s *shard, id change.ID, excl bool) *cell {
-	if excl {
-		return a.consolidate(id)
-	}
-	return s.cells.get(id)
-}
-
 // checkWindowed is check with windows: each item is expanded into itself
 // and its bucket changes, all stamped with one accept time, and accepted
 // or refused together (a bucket's pending delta can overflow, or a new
@@ -107,7 +118,7 @@ func (a *Accumulator) checkWindowed(s *shard, items []change.Change, errs []erro
 		for _, sub := range s.expanded {
 			var c *cell
 			var u undoEntry
-			if c, u, err = a.checkOne(s, sub, excl, true); err != nil {
+			if c, err = a.checkOne(s, sub, excl, true, &u); err != nil {
 				break
 			}
 			undo = append(undo, u)
@@ -155,38 +166,64 @@ type undoEntry struct {
 
 // checkOne checks one change against its counter's tentative value and
 // records the new one (for a counter new to s, in s.fresh when track is
-// set). On the fast path it returns errExclusive for a change that needs
-// the exclusive path.
-func (a *Accumulator) checkOne(s *shard, ch change.Change, excl, track bool) (*cell, undoEntry, error) {
+// set), and what it did in u. On the fast path it returns errExclusive
+// for a change that needs the exclusive path.
+func (a *Accumulator) checkOne(s *shard, ch change.Change, excl, track bool, u *undoEntry) (*cell, error) {
 	if !excl && exclusive(ch.Kind) {
-		return nil, undoEntry{}, errExclusive
+		return nil, errExclusive
 	}
 	id := ch.Cell()
-	c := a.lookup(s, id, excl)
-	u := undoEntry{c: c}
-	if c != nil {
-		u.prev = s.tentative(c)
-	} else {
-		u.prev, u.seen = s.fresh[id]
+	c, cur, seen := a.tentativeOf(s, id, excl)
+	*u = undoEntry{c: c, prev: cur, seen: seen}
+	sum, ok := addChecked(cur, ch.Delta)
+	if !ch.Kind.Additive() {
+		var n change.Net
+		n, ok = change.Net{N: cur}.Merge(ch)
+		sum = n.N
 	}
-	n, ok := change.Net{N: u.prev}.Merge(ch)
-	if err := a.admit(c, n.N, ok, excl); err != nil {
-		return nil, u, err
+	if err := a.admit(c, sum, ok, excl); err != nil {
+		return nil, err
 	}
-	if c == nil && !u.seen {
+	if c == nil && !seen {
 		if err := a.reserveNew(s, excl); err != nil {
-			return nil, u, err
+			return nil, err
 		}
 		u.newKey = true
 	}
-	switch {
-	case c != nil:
-		c.tent = n.N
-	case track:
-		s.fresh[id] = n.N
+	s.settle(c, id, sum, track)
+	if c == nil && track {
 		u.id = id
 	}
-	return c, u, nil
+	return c, nil
+}
+
+// tentativeOf returns id's cell in s (nil for a counter new to s; on the
+// exclusive path, consolidated from every shard) and the counter's value
+// as the group under check leaves it so far; for a counter new to s,
+// seen says an earlier change of the group has it in s.fresh.
+func (a *Accumulator) tentativeOf(s *shard, id change.ID, excl bool) (c *cell, cur int64, seen bool) {
+	if excl {
+		c = a.consolidate(id)
+	} else {
+		c = s.cells.get(id)
+	}
+	if c != nil {
+		return c, s.tentative(c), false
+	}
+	cur, seen = s.fresh[id]
+	return nil, cur, seen
+}
+
+// settle records sum as the value the group under check leaves the
+// counter id at: in its cell c, or, for a counter new to s, in s.fresh
+// when track is set (a later change of the group may meet it).
+func (s *shard) settle(c *cell, id change.ID, sum int64, track bool) {
+	switch {
+	case c != nil:
+		c.tent = sum
+	case track:
+		s.fresh[id] = sum
+	}
 }
 
 // admit decides on a change that would leave its counter's value at sum

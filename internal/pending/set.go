@@ -12,6 +12,9 @@ import "github.com/counterd/counterd/internal/change"
 
 // exclusive reports whether a change of kind k needs the exclusive path.
 func exclusive(k change.Kind) bool {
+	if k == change.Plain() {
+		return false // it adds up and cancels nothing
+	}
 	s := k.Spec()
 	return s != nil && (s.Merge != nil || len(s.Cancels) > 0)
 }
@@ -22,7 +25,9 @@ func idle(ch change.Change) bool {
 	return ch.Delta == 0 && ch.Var == 0 && ch.Kind.Additive()
 }
 
-// fold nets ch, checked by check, into its cell c of cs.
+// fold nets ch, checked by check, into its cell c of cs. (The accept path
+// nets a change that needs no exclusive path, one that adds up and
+// cancels nothing, with change.AddNet directly: Fold's merge for it.)
 func (cs *cells) fold(c *cell, ch change.Change) {
 	if !change.Fold(&c.Net, ch, cs) {
 		panic("BUG: a checked change overflows its cell")
