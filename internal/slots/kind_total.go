@@ -2,6 +2,7 @@ package slots
 
 import (
 	"math/rand/v2"
+	"strings"
 
 	"github.com/counterd/counterd/internal/change"
 )
@@ -39,23 +40,28 @@ func init() {
 
 // totalsCTE is the written CTE, with resetExpired when expiring: a key's
 // stored total is then subtracted from the slot row its delta goes to
-// when its expiry has passed.
+// when its expiry has passed. Both are built from totalsInsert, so they
+// cannot drift apart.
 func totalsCTE(expiring bool) string {
-	if !expiring {
-		return `written AS (
-    INSERT INTO counter_slots AS cs (key, slot, count, variance)
-    SELECT b.key, coalesce(f.slot, b.fallback), b.n, b.v
-    FROM unnest($a1::text[], $a2::bigint[], $a3::float8[], $a4::smallint[], $a5::smallint[])
-        AS b(key, n, v, fallback, lane)` + totalsPick
+	if expiring {
+		return totalsExpiring
 	}
-	return resetExpired + `, written AS (
-    INSERT INTO counter_slots AS cs (key, slot, count, variance)
-    SELECT b.key, coalesce(f.slot, b.fallback),
+	return totalsPlain
+}
+
+var (
+	totalsPlain    = strings.Replace(totalsInsert, "{amounts}", " b.n, b.v", 1)
+	totalsExpiring = resetExpired + ", " + strings.Replace(totalsInsert, "{amounts}", `
            b.n - coalesce((SELECT r.n FROM reset r WHERE r.key = b.key), 0),
-           b.v - coalesce((SELECT r.v FROM reset r WHERE r.key = b.key), 0)
+           b.v - coalesce((SELECT r.v FROM reset r WHERE r.key = b.key), 0)`, 1)
+)
+
+// totalsInsert is the written CTE, {amounts} being what it adds.
+const totalsInsert = `written AS (
+    INSERT INTO counter_slots AS cs (key, slot, count, variance)
+    SELECT b.key, coalesce(f.slot, b.fallback),{amounts}
     FROM unnest($a1::text[], $a2::bigint[], $a3::float8[], $a4::smallint[], $a5::smallint[])
         AS b(key, n, v, fallback, lane)` + totalsPick
-}
 
 // totalsPick is the rest of the written CTE: the free slot row, the lanes
 // and the upsert.

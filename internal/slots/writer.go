@@ -30,8 +30,8 @@ type Writer struct {
 	// Kinds are the kinds it writes.
 	Kinds []change.Kind
 	// Order places its Exec among the others in a round's transaction:
-	// below 0 before the round statement (the inline writers' changes),
-	// above 0 after it; equal orders run in registration order.
+	// at or below 0 before the round statement (the inline writers'
+	// changes), above 0 after it; equal orders run in registration order.
 	Order int
 	// Exec writes a round's changes of its kinds, sorted by key, all of
 	// lanes the round's transaction moved: exactly once. Nil for an
