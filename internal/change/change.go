@@ -1,7 +1,13 @@
 // Package change defines the one value every layer of counterd passes
 // along: an accepted change to a counter. The parser builds it, the journal
-// records it, the accumulator coalesces it, and the store writes it; a new
-// kind of counter is a new Kind, not a new type in each layer.
+// records it, the accumulator coalesces it, and the store writes it.
+//
+// Each kind of change is declared once, in a kind_*.go file of this
+// package, as a Spec: how its changes net (add, replace, ...), what is
+// checked when one is accepted or replayed, which cell it lands on and how
+// a read folds its pending value into the stored one. The journal and the
+// accumulator net changes with the same function (Fold) and name no kind;
+// a new kind is a new Spec here and a writer in the store.
 package change
 
 import (
@@ -9,99 +15,60 @@ import (
 	"time"
 )
 
-// Kind says which sort of counter a change applies to.
+// Kind says which sort of counter a change applies to. Its value is
+// written to the journal: a kind's number never changes.
 type Kind uint8
 
-const (
-	// Total is the all-time total of a key.
-	Total Kind = 1
-	// Minute, Hour and Day are a key's count in one time bucket of that
-	// width, UTC-aligned; Bucket is the bucket's start in unix seconds.
-	Minute Kind = 2
-	Hour   Kind = 3
-	Day    Kind = 4
-	// Set replaces a key's total: Delta is the value the total becomes
-	// (DEL is a Set to 0). It applies to the Total counter of its key and
-	// is ordered with increments: those accepted before it are replaced,
-	// those after it add to the new value.
-	Set Kind = 5
-	// Expire sets when a key's total expires: Delta is the unix second,
-	// or 0 to remove an expiry (PERSIST).
-	Expire Kind = 6
-	// Grant records units granted by TAKE from a leased share of a budget
-	// (internal/budget): Key is the budget, Bucket the lease's id in
-	// budget_leases, Delta the units granted. It is a separate keyspace
-	// from the counters: a round writes it against the lease, never into
-	// a counter.
-	Grant Kind = 7
-)
+// Valid reports whether k is a kind this build knows.
+func (k Kind) Valid() bool { return specs[k] != nil }
 
-// Valid reports whether k is a kind this version knows.
-func (k Kind) Valid() bool { return k >= Total && k <= Grant }
+// Spec returns k's declaration, nil for a kind this build does not know.
+func (k Kind) Spec() *Spec { return specs[k] }
 
 // Windowed reports whether k is a time bucket kind.
-func (k Kind) Windowed() bool { return k >= Minute && k <= Day }
+func (k Kind) Windowed() bool { return k.Width() != 0 }
 
 // Width is the width of a windowed kind's buckets, 0 for other kinds.
 func (k Kind) Width() time.Duration {
-	switch k {
-	case Minute:
-		return time.Minute
-	case Hour:
-		return time.Hour
-	case Day:
-		return 24 * time.Hour
+	if s := specs[k]; s != nil {
+		return s.Width
 	}
 	return 0
+}
+
+// Additive reports whether changes of kind k net by adding up (Spec.Merge
+// is nil), so a change of 0 does nothing and nets held apart (in shards)
+// can be summed in any order.
+func (k Kind) Additive() bool {
+	if k == plain {
+		return true
+	}
+	s := specs[k]
+	return s == nil || s.Merge == nil
+}
+
+// CheckBucket reports whether bucket is a valid bucket for kind k (see
+// Spec.Check).
+func (k Kind) CheckBucket(bucket int64) error {
+	return Change{Kind: k, Bucket: bucket}.Check()
+}
+
+func (k Kind) String() string {
+	if s := specs[k]; s != nil {
+		return s.Name
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
 // WindowKind returns the windowed kind whose name is s ("minute", "hour",
 // "day").
 func WindowKind(s string) (Kind, bool) {
-	for _, k := range []Kind{Minute, Hour, Day} {
-		if k.String() == s {
-			return k, true
+	for k, sp := range specs {
+		if sp != nil && sp.Width != 0 && sp.Name == s {
+			return Kind(k), true
 		}
 	}
 	return 0, false
-}
-
-// CheckBucket reports whether bucket is a valid bucket for kind k: 0 for
-// kinds without buckets, a non-negative multiple of the width for
-// windowed kinds.
-func (k Kind) CheckBucket(bucket int64) error {
-	w := int64(k.Width() / time.Second)
-	switch {
-	case k == Grant:
-		if bucket <= 0 {
-			return fmt.Errorf("grant needs a lease id, got bucket %d", bucket)
-		}
-	case w == 0 && bucket != 0:
-		return fmt.Errorf("kind %v has no buckets, got bucket %d", k, bucket)
-	case w != 0 && (bucket < 0 || bucket%w != 0):
-		return fmt.Errorf("bucket %d is not the start of a %v bucket", bucket, k)
-	}
-	return nil
-}
-
-func (k Kind) String() string {
-	switch k {
-	case Total:
-		return "total"
-	case Minute:
-		return "minute"
-	case Hour:
-		return "hour"
-	case Day:
-		return "day"
-	case Set:
-		return "set"
-	case Expire:
-		return "expire"
-	case Grant:
-		return "grant"
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
 // Change is one accepted change, or the net of several to one counter.
@@ -112,15 +79,45 @@ type Change struct {
 	Key  string
 	Kind Kind
 	// Bucket is the start of the time bucket the change falls in, in unix
-	// seconds, for windowed kinds; 0 for the others.
+	// seconds, for windowed kinds; what else it means, if anything, is up
+	// to the kind (a budget grant's lease id); 0 for most.
 	Bucket int64
-	// Delta is the change to the count (for Set, the new total; for
-	// Expire, the unix second it expires at).
+	// Delta is the change to the count (or what the kind makes of it: for
+	// a Set the new total, for an Expire the unix second it expires at).
 	Delta int64
 	// Var is the variance this change adds to its counter's estimate: 0
 	// for an exact increment, N(N-1)d² for one sampled at 1/N and
 	// recorded as N·d.
 	Var float64
+}
+
+// Check says what is wrong with c, if anything: an unknown kind, or what
+// its kind's Spec.Check refuses. The journal checks every change it
+// records and every one it replays.
+func (c Change) Check() error {
+	if c.Kind == plain && c.Bucket == 0 {
+		return nil // the plain kind has no buckets and nothing else to check
+	}
+	return c.check()
+}
+
+func (c Change) check() error {
+	s := specs[c.Kind]
+	if s == nil {
+		return fmt.Errorf("unknown change kind %d", uint8(c.Kind))
+	}
+	if s.Check != nil {
+		return s.Check(c)
+	}
+	return noBucket(c)
+}
+
+// noBucket is the check of a kind without buckets.
+func noBucket(c Change) error {
+	if c.Bucket != 0 {
+		return fmt.Errorf("kind %v has no buckets, got bucket %d", c.Kind, c.Bucket)
+	}
+	return nil
 }
 
 // ID is what changes are coalesced by: two changes with the same ID add up.
@@ -132,3 +129,16 @@ type ID struct {
 
 // ID returns the counter c applies to.
 func (c Change) ID() ID { return ID{Key: c.Key, Kind: c.Kind, Bucket: c.Bucket} }
+
+// Cell returns the cell c lands on: its own ID, or, for a kind whose Spec
+// says Lands, the cell of that kind of its key (a Set lands on the key's
+// Total).
+func (c Change) Cell() ID {
+	if c.Kind == plain {
+		return c.ID()
+	}
+	if s := specs[c.Kind]; s != nil && s.Lands != 0 {
+		return ID{Key: c.Key, Kind: s.Lands}
+	}
+	return c.ID()
+}

@@ -31,7 +31,7 @@ func appendRecord(buf []byte, items []change.Change) ([]byte, error) {
 	buf = binary.AppendUvarint(buf, uint64(len(items)))
 	for i := range items {
 		it := &items[i]
-		if err := checkItem(it.Kind, it.Bucket, it.Var); err != nil {
+		if err := checkItem(it); err != nil {
 			return buf[:start], fmt.Errorf("item %d (key %q): %w", i, it.Key, err)
 		}
 		buf = append(buf, byte(it.Kind))
@@ -50,16 +50,15 @@ func appendRecord(buf []byte, items []change.Change) ([]byte, error) {
 	return buf, nil
 }
 
-// checkItem says what is wrong with an item's kind, bucket or variance.
-func checkItem(k change.Kind, bucket int64, variance float64) error {
-	if !k.Valid() {
-		return fmt.Errorf("unknown change kind %d", uint8(k))
-	}
-	if err := k.CheckBucket(bucket); err != nil {
+// checkItem says what is wrong with an item: what its kind refuses
+// (change.Change.Check), or a variance that is not finite and
+// non-negative.
+func checkItem(c *change.Change) error {
+	if err := c.Check(); err != nil {
 		return err
 	}
-	if variance < 0 || math.IsNaN(variance) || math.IsInf(variance, 0) {
-		return fmt.Errorf("variance %v is not finite and non-negative", variance)
+	if c.Var < 0 || math.IsNaN(c.Var) || math.IsInf(c.Var, 0) {
+		return fmt.Errorf("variance %v is not finite and non-negative", c.Var)
 	}
 	return nil
 }
@@ -94,41 +93,10 @@ func walkPayload(version uint32, p []byte, fn func(item) error) error {
 	}
 	p = p[n:]
 	for range count {
-		it := item{kind: change.Total}
-		if version >= 2 {
-			if len(p) == 0 {
-				return errBadPayload
-			}
-			it.kind = change.Kind(p[0])
-			if !it.kind.Valid() {
-				return fmt.Errorf("record holds unknown change kind %d", p[0])
-			}
-			p = p[1:]
-		}
-		klen, n := binary.Uvarint(p)
-		if n <= 0 || klen > uint64(len(p)-n) {
-			return errBadPayload
-		}
-		it.key = p[n : n+int(klen)]
-		p = p[n+int(klen):]
-		if it.delta, n = binary.Varint(p); n <= 0 {
-			return errBadPayload
-		}
-		p = p[n:]
-		vbits, n := binary.Uvarint(p)
-		if n <= 0 {
-			return errBadPayload
-		}
-		it.variance = math.Float64frombits(vbits)
-		p = p[n:]
-		if version >= 2 {
-			if it.bucket, n = binary.Varint(p); n <= 0 {
-				return errBadPayload
-			}
-			p = p[n:]
-		}
-		if checkItem(it.kind, it.bucket, it.variance) != nil {
-			return errBadPayload
+		var it item
+		var err error
+		if it, p, err = decodeItem(version, p); err != nil {
+			return err
 		}
 		if fn != nil {
 			if err := fn(it); err != nil {
@@ -142,10 +110,44 @@ func walkPayload(version uint32, p []byte, fn func(item) error) error {
 	return nil
 }
 
-// checkedAdd returns a+b, or false if that overflows int64.
-func checkedAdd(a, b int64) (int64, bool) {
-	if (b > 0 && a > math.MaxInt64-b) || (b < 0 && a < math.MinInt64-b) {
-		return 0, false
+// decodeItem decodes the item at the start of p and returns the rest.
+// Version 1 items are plain increments (change.Plain), without bucket.
+func decodeItem(version uint32, p []byte) (item, []byte, error) {
+	it := item{kind: change.Plain()}
+	if version >= 2 {
+		if len(p) == 0 {
+			return it, nil, errBadPayload
+		}
+		it.kind = change.Kind(p[0])
+		if !it.kind.Valid() {
+			return it, nil, fmt.Errorf("record holds unknown change kind %d", p[0])
+		}
+		p = p[1:]
 	}
-	return a + b, true
+	klen, n := binary.Uvarint(p)
+	if n <= 0 || klen > uint64(len(p)-n) {
+		return it, nil, errBadPayload
+	}
+	it.key = p[n : n+int(klen)]
+	p = p[n+int(klen):]
+	if it.delta, n = binary.Varint(p); n <= 0 {
+		return it, nil, errBadPayload
+	}
+	p = p[n:]
+	vbits, n := binary.Uvarint(p)
+	if n <= 0 {
+		return it, nil, errBadPayload
+	}
+	it.variance = math.Float64frombits(vbits)
+	p = p[n:]
+	if version >= 2 {
+		if it.bucket, n = binary.Varint(p); n <= 0 {
+			return it, nil, errBadPayload
+		}
+		p = p[n:]
+	}
+	if checkItem(&change.Change{Kind: it.kind, Bucket: it.bucket, Delta: it.delta, Var: it.variance}) != nil {
+		return it, nil, errBadPayload
+	}
+	return it, p, nil
 }

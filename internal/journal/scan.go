@@ -32,10 +32,17 @@ type scanner struct {
 	tailReason string // why the scan stopped before size, "" if it did not
 }
 
-// scan sums every good record into acc. An error is a real failure (I/O,
+// scan nets every good record into acc. An error is a real failure (I/O,
 // a sum overflowing int64, or a kind this build does not know), not
 // damage.
 func (s *scanner) scan(acc *accumulator) error {
+	err := s.scanRecords(acc)
+	acc.finish()
+	return err
+}
+
+// scanRecords is scan without the final listing of acc's nets.
+func (s *scanner) scanRecords(acc *accumulator) error {
 	var hdr [recordHeaderSize]byte
 	for {
 		left := s.size - s.off
@@ -120,58 +127,47 @@ func readErr(err error) error {
 	return fmt.Errorf("read record: %w", err)
 }
 
-// accumulator nets a segment's items per change.ID, in order of first
-// appearance so recovery is deterministic.
+// accumulator nets a segment's items per cell with change.Fold, the
+// accumulator's own netting, in order of first appearance so recovery is
+// deterministic. changes holds the nets once the scan is over.
 type accumulator struct {
 	index   map[change.ID]int
+	ids     []change.ID
+	nets    []change.Net
 	changes []change.Change
 }
 
 func (a *accumulator) add(it item) error {
-	id := change.ID{Key: string(it.key), Kind: it.kind, Bucket: it.bucket}
-	if it.kind == change.Set {
-		// A Set nets with its key's total: it replaces what came before
-		// and later increments add to it (see pending's set.go).
-		id.Kind = change.Total
-	}
+	ch := change.Change{Key: string(it.key), Kind: it.kind, Bucket: it.bucket, Delta: it.delta, Var: it.variance}
+	id := ch.Cell()
 	i, ok := a.index[id]
 	if !ok {
 		if a.index == nil {
 			a.index = make(map[change.ID]int)
 		}
-		a.index[id] = len(a.changes)
-		a.changes = append(a.changes, change.Change{
-			Key: id.Key, Kind: it.kind, Bucket: id.Bucket, Delta: it.delta, Var: it.variance,
-		})
-		a.cancelExpiry(it)
-		return nil
+		i = len(a.nets)
+		a.index[id] = i
+		a.ids = append(a.ids, id)
+		a.nets = append(a.nets, change.Net{})
 	}
-	c := &a.changes[i]
-	switch it.kind {
-	case change.Set:
-		c.Kind, c.Delta, c.Var = change.Set, it.delta, it.variance
-		a.cancelExpiry(it)
-		return nil
-	case change.Expire:
-		c.Delta = it.delta // the last expiry wins
-		return nil
-	}
-	sum, ok := checkedAdd(c.Delta, it.delta)
-	if !ok {
+	if !change.Fold(&a.nets[i], ch, a) {
 		return fmt.Errorf("sum for key %q (kind %v, bucket %d) overflows int64", id.Key, id.Kind, id.Bucket)
 	}
-	c.Delta = sum
-	c.Var += it.variance
 	return nil
 }
 
-// cancelExpiry drops an expiry recorded before a Set of the same key:
-// SET and DEL remove a key's expiry.
-func (a *accumulator) cancelExpiry(it item) {
-	if it.kind != change.Set {
-		return
+// Lookup returns the net of cell id, for change.Fold.
+func (a *accumulator) Lookup(id change.ID) *change.Net {
+	if i, ok := a.index[id]; ok {
+		return &a.nets[i]
 	}
-	if j, ok := a.index[change.ID{Key: string(it.key), Kind: change.Expire}]; ok {
-		a.changes[j].Delta = 0
+	return nil
+}
+
+// finish lists the nets as changes.
+func (a *accumulator) finish() {
+	a.changes = make([]change.Change, len(a.nets))
+	for i, n := range a.nets {
+		a.changes[i] = n.Change(a.ids[i])
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync/atomic"
 
 	"github.com/counterd/counterd/internal/change"
@@ -171,32 +170,29 @@ func (a *Accumulator) addLocked(s *shard, items []change.Change, errs []error, e
 	}
 	seq := uint64(0)
 	if len(acc) > 0 && a.jr != nil {
-		pos, err := s.journal(a.jr, acc)
-		if err != nil {
-			a.keys.Add(-s.reserved)
-			a.m.rejected.Add(accepted)
+		var err error
+		if seq, err = a.journal(s, acc, accepted, t); err != nil {
 			return stop, err
 		}
-		if t.Pos.Seq != 0 && t.Pos.Seq != pos.Seq {
-			// A cut came between two pieces of the group: wait on the
-			// earlier segment's record too (see Buffer.WaitDurable).
-			t.earlier = append(t.earlier, t.Pos)
-		}
-		t.Pos, seq = pos, pos.Seq
 	}
 	for i, ch := range acc {
 		c := s.found[i]
 		if c == nil {
 			// New before this group, its key reserved by check; an
 			// earlier change of the group may have created it since.
-			id := cellID(ch)
+			id := ch.Cell()
 			if c = s.cells.get(id); c == nil {
 				c = s.cells.add(id)
 			}
 		}
-		s.cells.fold(c, ch)
-		if excl && !c.big && a.outside(c.n) {
-			a.markBig(cellID(ch), c)
+		if exclusive(ch.Kind) {
+			s.cells.fold(c, ch)
+		} else {
+			// change.Fold of a change that adds up and cancels nothing.
+			c.Net, _ = change.AddNet(c.Net, ch)
+		}
+		if excl && !c.big && a.outside(c.N) {
+			a.markBig(ch.Cell(), c)
 		}
 	}
 	if seq == 0 {
@@ -206,6 +202,25 @@ func (a *Accumulator) addLocked(s *shard, items []change.Change, errs []error, e
 	t.Recorded += accepted
 	a.m.accepted.Add(accepted)
 	return stop, nil
+}
+
+// journal appends acc, the changes check accepted on s, to the journal
+// as one record and notes its position in t; on failure it gives back
+// what check reserved.
+func (a *Accumulator) journal(s *shard, acc []change.Change, accepted int, t *Ticket) (uint64, error) {
+	pos, err := s.journal(a.jr, acc)
+	if err != nil {
+		a.keys.Add(-s.reserved)
+		a.m.rejected.Add(accepted)
+		return 0, err
+	}
+	if t.Pos.Seq != 0 && t.Pos.Seq != pos.Seq {
+		// A cut came between two pieces of the group: wait on the
+		// earlier segment's record too (see Buffer.WaitDurable).
+		t.earlier = append(t.earlier, t.Pos)
+	}
+	t.Pos = pos
+	return pos.Seq, nil
 }
 
 // Cut swaps the cells out into a round, rotating the journal so the
@@ -245,9 +260,4 @@ func (a *Accumulator) Cut() (bool, error) {
 // PendingKeys reports how many distinct counters wait for the next round.
 func (a *Accumulator) PendingKeys() int { return int(a.keys.Load()) }
 
-func addChecked(a, b int64) (int64, bool) {
-	if (b > 0 && a > math.MaxInt64-b) || (b < 0 && a < math.MinInt64-b) {
-		return 0, false
-	}
-	return a + b, true
-}
+func addChecked(a, b int64) (int64, bool) { return change.CheckedAdd(a, b) }

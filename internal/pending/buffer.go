@@ -146,10 +146,11 @@ func randomHex() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Add accepts one increment of key's total (see AddGroup).
+// Add accepts one plain increment of key's value (change.Plain: INCRBY),
+// see AddGroup.
 func (b *Buffer) Add(key []byte, delta int64) error {
 	// AddGroup copies the key if it keeps it.
-	items := [1]change.Change{{Key: unsafe.String(unsafe.SliceData(key), len(key)), Kind: change.Total, Delta: delta}}
+	items := [1]change.Change{{Key: unsafe.String(unsafe.SliceData(key), len(key)), Kind: change.Plain(), Delta: delta}}
 	var errs [1]error
 	if _, err := b.AddGroup(items[:], errs[:]); err != nil {
 		return err

@@ -8,25 +8,23 @@ import (
 
 // cell is one counter's net pending change in one shard.
 type cell struct {
-	n int64
-	v float64 // variance of the sampled increments in n
-	// tent is n as the group under check would leave it, valid while
+	// Net is what the round writes for the counter: the changes accepted
+	// for it netted by change.Fold (set.go).
+	change.Net
+	// tent is N as the group under check would leave it, valid while
 	// stamp is its shard's current group.
 	tent  int64
 	stamp uint64
-	// set says n replaces the key's total rather than adding to it: a
-	// SET or DEL, then any increments accepted after it (see fold). On
-	// an Expire cell it says the cell is written even when n is 0.
-	set bool
 	// big says the counter's net change may pass the per-shard bound, so
 	// every change to it takes the exclusive path (see shard.go); only
 	// shard 0's cell of a big counter holds a value.
 	big bool
 }
 
-// cells maps counters to their cells. The all-time total of a key, by
-// far the most common counter, is keyed by the key alone: hashing a string
-// is much cheaper than hashing a change.ID, and the map entry is smaller.
+// cells maps counters to their cells. The plain kind's cell of a key
+// (change.Plain, its total), by far the most common counter, is keyed by
+// the key alone: hashing a string is much cheaper than hashing a
+// change.ID, and the map entry is smaller.
 type cells struct {
 	totals map[string]*cell
 	other  map[change.ID]*cell
@@ -46,18 +44,30 @@ func newCells(hint int) cells {
 	return cells{totals: make(map[string]*cell, hint), other: make(map[change.ID]*cell)}
 }
 
+// plainCell reports whether id is kept in cells.totals.
+func plainCell(id change.ID) bool { return id.Kind == change.Plain() && id.Bucket == 0 }
+
 func (cs cells) get(id change.ID) *cell {
-	if id.Kind == change.Total && id.Bucket == 0 {
+	if plainCell(id) {
 		return cs.totals[id.Key]
 	}
 	return cs.other[id]
+}
+
+// Lookup returns the net of id's cell, nil if there is none: where
+// change.Fold finds the cells a change cancels.
+func (cs *cells) Lookup(id change.ID) *change.Net {
+	if c := cs.get(id); c != nil {
+		return &c.Net
+	}
+	return nil
 }
 
 // add inserts a new cell for id, copying its key.
 func (cs cells) add(id change.ID) *cell {
 	c := &cell{}
 	id.Key = strings.Clone(id.Key) // it may alias a buffer the caller reuses
-	if id.Kind == change.Total && id.Bucket == 0 {
+	if plainCell(id) {
 		cs.totals[id.Key] = c
 	} else {
 		cs.other[id] = c
@@ -67,7 +77,7 @@ func (cs cells) add(id change.ID) *cell {
 
 // remove deletes id's cell.
 func (cs cells) remove(id change.ID) {
-	if id.Kind == change.Total && id.Bucket == 0 {
+	if plainCell(id) {
 		delete(cs.totals, id.Key)
 	} else {
 		delete(cs.other, id)
@@ -78,8 +88,9 @@ func (cs cells) len() int { return len(cs.totals) + len(cs.other) }
 
 // each calls fn for every counter.
 func (cs cells) each(fn func(id change.ID, c *cell)) {
+	plain := change.Plain()
 	for k, c := range cs.totals {
-		fn(change.ID{Key: k, Kind: change.Total}, c)
+		fn(change.ID{Key: k, Kind: plain}, c)
 	}
 	for id, c := range cs.other {
 		fn(id, c)
@@ -114,14 +125,18 @@ func (ps parts) len() int {
 }
 
 // merge adds o, a cell of the same counter in another shard, to c. Only
-// shard 0 holds set cells, and the exclusive path empties every other
-// shard's cell of a key when it sets it, so what other shards hold was
-// accepted after the set and adds to it. The shards' bound keeps the sum
-// within int64 (see shard.go).
+// shard 0 holds cells of changes that do not add up (see exclusive), and
+// the exclusive path empties every other shard's cell of a counter when
+// it changes it so, so what other shards hold was accepted after and adds
+// to it: the merged net is written as the kind that does not add up, if
+// either is. The shards' bound keeps the sum within int64 (see shard.go).
 func (c *cell) merge(o *cell) {
-	n, ok := addChecked(c.n, o.n)
+	n, ok := addChecked(c.N, o.N)
 	if !ok {
 		panic("BUG: a counter's cells over all shards pass int64")
 	}
-	c.n, c.v, c.set = n, c.v+o.v, c.set || o.set
+	c.N, c.V = n, c.V+o.V
+	if c.Kind == 0 || !o.Kind.Additive() {
+		c.Kind = o.Kind
+	}
 }

@@ -27,55 +27,43 @@ func (a *Accumulator) check(s *shard, items []change.Change, errs []error, excl 
 	s.reserved = 0
 	defer s.resetFresh(len(items)) // its keys alias the caller's buffer
 	stop = len(items)
+	// A group of one needs no tentative sum for a counter new to s: no
+	// later change of the group can meet it.
+	track := len(items) > 1
+	var u undoEntry // not needed without windows
 	for i, ch := range items {
 		errs[i] = nil
-		if ch.Delta == 0 && ch.Var == 0 && !replaces(ch.Kind) {
-			continue // sampled out, or INCRBY 0: nothing to record
+		if idle(ch) {
+			continue // nothing to record
 		}
-		if !excl && replaces(ch.Kind) {
-			stop = i
-			break
-		}
-		id := cellID(ch)
-		c := a.lookup(s, id, excl)
-		var cur int64
-		newKey := false
-		if c != nil {
-			cur = s.tentative(c)
-		} else {
+		var c *cell
+		var err error
+		if ch.Kind == change.Plain() {
+			// checkOne, inline for the plain kind (an INCR), which adds
+			// up on its own cell and cancels nothing.
+			id := ch.ID()
+			var cur int64
 			var seen bool
-			cur, seen = s.fresh[id]
-			newKey = !seen
+			c, cur, seen = a.tentativeOf(s, id, excl)
+			sum, ok := addChecked(cur, ch.Delta)
+			err = a.admit(c, sum, ok, excl)
+			if err == nil && c == nil && !seen {
+				err = a.reserveNew(s, excl)
+			}
+			if err == nil {
+				s.settle(c, id, sum, track)
+			}
+		} else {
+			c, err = a.checkOne(s, ch, excl, track, &u)
 		}
-		sum, ok := addChecked(cur, ch.Delta)
-		if replaces(ch.Kind) {
-			sum, ok = ch.Delta, true // SET n, or an expiry time: nothing to add up
-		}
-		if !excl && (!ok || a.outside(sum) || (c != nil && c.big)) {
+		if err == errExclusive {
 			stop = i
 			break
 		}
-		if !ok {
-			a.m.rejected.Inc()
-			errs[i] = ErrOverflow
+		if err != nil {
+			errs[i] = err
 			refused++
 			continue
-		}
-		if newKey && !a.reserveKey(s) {
-			if !excl {
-				stop = i // the key may be pending in another shard
-				break
-			}
-			a.m.rejected.Inc()
-			errs[i] = ErrBackoff
-			refused++
-			continue
-		}
-		switch {
-		case c != nil:
-			c.tent = sum
-		case len(items) > 1:
-			s.fresh[id] = sum
 		}
 		acc = append(acc, ch)
 		found = append(found, c)
@@ -108,15 +96,6 @@ func (a *Accumulator) releaseKey(s *shard) {
 	s.reserved--
 }
 
-// lookup returns id's cell in s, consolidated from every shard on the
-// exclusive path.
-func (a *Accumulator) lookup(s *shard, id change.ID, excl bool) *cell {
-	if excl {
-		return a.consolidate(id)
-	}
-	return s.cells.get(id)
-}
-
 // checkWindowed is check with windows: each item is expanded into itself
 // and its bucket changes, all stamped with one accept time, and accepted
 // or refused together (a bucket's pending delta can overflow, or a new
@@ -130,7 +109,7 @@ func (a *Accumulator) checkWindowed(s *shard, items []change.Change, errs []erro
 	stop = len(items)
 	for i, ch := range items {
 		errs[i] = nil
-		if ch.Delta == 0 && ch.Var == 0 && !replaces(ch.Kind) {
+		if idle(ch) {
 			continue // sampled out, or INCRBY 0: nothing to record
 		}
 		s.expanded = a.win.Expand(append(s.expanded[:0], ch), ch, at)
@@ -139,7 +118,7 @@ func (a *Accumulator) checkWindowed(s *shard, items []change.Change, errs []erro
 		for _, sub := range s.expanded {
 			var c *cell
 			var u undoEntry
-			if c, u, err = a.checkOne(s, sub, excl); err != nil {
+			if c, err = a.checkOne(s, sub, excl, true, &u); err != nil {
 				break
 			}
 			undo = append(undo, u)
@@ -185,59 +164,101 @@ type undoEntry struct {
 	newKey bool
 }
 
-// checkOne checks one change against its counter's tentative sum and
-// records the new sum, for checkWindowed. On the fast path it returns
-// errExclusive for a change that needs the exclusive path.
-func (a *Accumulator) checkOne(s *shard, ch change.Change, excl bool) (*cell, undoEntry, error) {
-	if !excl && replaces(ch.Kind) {
-		return nil, undoEntry{}, errExclusive
+// checkOne checks one change against its counter's tentative value and
+// records the new one (for a counter new to s, in s.fresh when track is
+// set), and what it did in u. On the fast path it returns errExclusive
+// for a change that needs the exclusive path.
+func (a *Accumulator) checkOne(s *shard, ch change.Change, excl, track bool, u *undoEntry) (*cell, error) {
+	if !excl && exclusive(ch.Kind) {
+		return nil, errExclusive
 	}
-	id := cellID(ch)
-	c := a.lookup(s, id, excl)
-	u := undoEntry{c: c}
-	var cur int64
-	if c != nil {
-		cur = s.tentative(c)
-	} else {
-		cur, u.seen = s.fresh[id]
-	}
-	u.prev = cur
+	id := ch.Cell()
+	c, cur, seen := a.tentativeOf(s, id, excl)
+	*u = undoEntry{c: c, prev: cur, seen: seen}
 	sum, ok := addChecked(cur, ch.Delta)
-	if replaces(ch.Kind) {
-		sum, ok = ch.Delta, true // SET n, or an expiry time: nothing to add up
+	if !ch.Kind.Additive() {
+		var n change.Net
+		n, ok = change.Net{N: cur}.Merge(ch)
+		sum = n.N
 	}
-	if !excl && (!ok || a.outside(sum) || (c != nil && c.big)) {
-		return nil, u, errExclusive
+	if err := a.admit(c, sum, ok, excl); err != nil {
+		return nil, err
 	}
-	if !ok {
-		a.m.rejected.Inc()
-		return nil, u, ErrOverflow
-	}
-	if c == nil && !u.seen {
-		if !a.reserveKey(s) {
-			if !excl {
-				return nil, u, errExclusive // the key may be pending in another shard
-			}
-			a.m.rejected.Inc()
-			return nil, u, ErrBackoff
+	if c == nil && !seen {
+		if err := a.reserveNew(s, excl); err != nil {
+			return nil, err
 		}
 		u.newKey = true
 	}
+	s.settle(c, id, sum, track)
+	if c == nil && track {
+		u.id = id
+	}
+	return c, nil
+}
+
+// tentativeOf returns id's cell in s (nil for a counter new to s; on the
+// exclusive path, consolidated from every shard) and the counter's value
+// as the group under check leaves it so far; for a counter new to s,
+// seen says an earlier change of the group has it in s.fresh.
+func (a *Accumulator) tentativeOf(s *shard, id change.ID, excl bool) (c *cell, cur int64, seen bool) {
+	if excl {
+		c = a.consolidate(id)
+	} else {
+		c = s.cells.get(id)
+	}
+	if c != nil {
+		return c, s.tentative(c), false
+	}
+	cur, seen = s.fresh[id]
+	return nil, cur, seen
+}
+
+// settle records sum as the value the group under check leaves the
+// counter id at: in its cell c, or, for a counter new to s, in s.fresh
+// when track is set (a later change of the group may meet it).
+func (s *shard) settle(c *cell, id change.ID, sum int64, track bool) {
 	switch {
 	case c != nil:
 		c.tent = sum
-	default:
+	case track:
 		s.fresh[id] = sum
-		u.id = id
 	}
-	return c, u, nil
+}
+
+// admit decides on a change that would leave its counter's value at sum
+// (ok false: past int64): errExclusive on the fast path for one the
+// shard's bound does not allow, ErrOverflow for one that does not fit.
+func (a *Accumulator) admit(c *cell, sum int64, ok, excl bool) error {
+	if !excl && (!ok || a.outside(sum) || (c != nil && c.big)) {
+		return errExclusive
+	}
+	if !ok {
+		a.m.rejected.Inc()
+		return ErrOverflow
+	}
+	return nil
+}
+
+// reserveNew reserves a counter new to s (reserveKey): at the key limit
+// the fast path gives way to the exclusive one, where the key may turn
+// out to be pending in another shard, and the exclusive path refuses it.
+func (a *Accumulator) reserveNew(s *shard, excl bool) error {
+	if a.reserveKey(s) {
+		return nil
+	}
+	if !excl {
+		return errExclusive
+	}
+	a.m.rejected.Inc()
+	return ErrBackoff
 }
 
 // tentative returns c's value as the group under check leaves it so far,
 // stamping c for the group on first touch.
 func (s *shard) tentative(c *cell) int64 {
 	if c.stamp != s.group {
-		c.stamp, c.tent = s.group, c.n
+		c.stamp, c.tent = s.group, c.N
 	}
 	return c.tent
 }

@@ -4,11 +4,14 @@
 // The Accumulator is the accept path. AddGroup checks a group of changes
 // against what is pending (int64 overflow, the pending-key bound), appends
 // the accepted ones to the journal as one record, and only then folds them
-// into per-counter net deltas. The order means nothing ever has to be
+// into per-counter nets, each by its kind's rule (change.Fold, the same
+// function the journal replays with; no code here names a kind). The
+// order means nothing ever has to be
 // undone: a failed journal append leaves memory as it was. The
 // accumulating round is split into shards, one per event loop plus a
-// shared one, each with its own lock, so loops accept at once; SET,
-// EXPIRE, int64 edges and the pending-key limit take an exclusive path
+// shared one, each with its own lock, so loops accept at once; changes
+// that do not add up (SET, EXPIRE), int64 edges and the pending-key limit
+// take an exclusive path
 // over every shard that gives the same answers as one map (shard.go).
 // No lock is ever held across a database call. Cut takes every shard's
 // lock, swaps their maps out as one round, rotating the journal so the

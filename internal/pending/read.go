@@ -3,7 +3,6 @@ package pending
 import (
 	"context"
 	"fmt"
-	"math/big"
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/store"
@@ -21,67 +20,72 @@ type Estimate struct {
 	Overflow error
 }
 
-// held is one round's delta for one key, as a read found it in memory.
+// held is one round's net of one cell, as a read found it in memory.
 type held struct {
 	id    store.BatchID
-	n     int64
-	v     float64
+	net   change.Net
 	ident int // index of id.Identity in the read's identity list
-	// set says n replaces the total (SET, DEL); expire says n is an
-	// expiry in unix seconds (0: none) rather than a delta.
-	set, expire bool
 }
 
-// Estimates returns each key's exact total: what the store has plus what
-// this daemon holds in memory and the store does not have yet. A total
-// beyond int64 is that key's Estimate.Overflow, so one such key fails no
-// other; the error is for the read as a whole.
+// Estimates returns each key's exact total (the value of its cell of the
+// plain kind, change.Plain, with the cells read with it, its expiry): what
+// the store has plus what this daemon holds in memory and the store does
+// not have yet. A total beyond int64 is that key's Estimate.Overflow, so
+// one such key fails no other; the error is for the read as a whole.
 func (b *Buffer) Estimates(ctx context.Context, keys []string) ([]Estimate, error) {
-	mem, ids := b.inMemory(keys)
+	mem, ids := b.inMemory(change.Plain(), keys)
 	snap, err := b.flusher.store.Read(ctx, keys, ids)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Estimate, len(keys))
 	for i, key := range keys {
-		lane := store.LaneOf(key)
 		e := snap.Estimates[i]
-		sum := e.Wide
-		total, v, expires := e.Total, e.Var, e.Expires
-		for _, h := range mem[i] {
-			if h.id.Seq <= snap.Marks[h.ident][lane] {
-				continue // committed after this read took it from memory
-			}
-			switch {
-			case h.expire:
-				expires = h.n * 1000
-				continue
-			case h.set:
-				// Read your writes: a SET not committed yet replaces what
-				// the store has and the deltas held before it.
-				total, v, sum, expires = h.n, h.v, nil, 0
-				continue
-			}
-			v += h.v
-			if sum == nil {
-				if t, ok := addChecked(total, h.n); ok {
-					total = t
-					continue
-				}
-				sum = big.NewInt(total)
-			}
-			sum.Add(sum, big.NewInt(h.n))
-		}
-		if sum != nil && !sum.IsInt64() {
-			out[i] = Estimate{Expires: expires, Overflow: fmt.Errorf("total of %q is %s: %w", key, sum, store.ErrOverflow)}
-			continue
-		}
-		if sum != nil {
-			total = sum.Int64()
-		}
-		out[i] = Estimate{Total: total, Var: v, Expires: expires}
+		r := change.Reading{N: e.Total, Wide: e.Wide, V: e.Var, Expires: e.Expires}
+		out[i] = estimate(key, foldHeld(r, mem[i], snap.Marks, store.LaneOf(key)))
 	}
 	return out, nil
+}
+
+// Value returns key's value of kind k, a kind without buckets: its cell
+// as the store has it (Store.ReadBuckets at bucket 0) with what this
+// daemon holds and the store does not have yet folded in by the kind's
+// read rule (change.Spec.Read).
+func (b *Buffer) Value(ctx context.Context, k change.Kind, key string) (Estimate, error) {
+	mem, ids := b.inMemory(k, []string{key})
+	snap, err := b.flusher.store.ReadBuckets(ctx, key, k, 0, 0, ids)
+	if err != nil {
+		return Estimate{}, err
+	}
+	var r change.Reading
+	for _, v := range snap.Buckets {
+		r.N, r.V = v.Total, v.Var
+	}
+	return estimate(key, foldHeld(r, mem[0], snap.Marks, store.LaneOf(key))), nil
+}
+
+// foldHeld folds into r, oldest first, the nets a read found in memory
+// that the store had not committed when it read (marks, of the key's
+// lane).
+func foldHeld(r change.Reading, hs []held, marks []store.Marks, lane int) change.Reading {
+	for _, h := range hs {
+		if h.id.Seq <= marks[h.ident][lane] {
+			continue // committed after this read took it from memory
+		}
+		r.Fold(h.net)
+	}
+	return r
+}
+
+// estimate is the Estimate of key's reading r.
+func estimate(key string, r change.Reading) Estimate {
+	if r.Wide != nil {
+		if !r.Wide.IsInt64() {
+			return Estimate{Expires: r.Expires, Overflow: fmt.Errorf("total of %q is %s: %w", key, r.Wide, store.ErrOverflow)}
+		}
+		r.N = r.Wide.Int64()
+	}
+	return Estimate{Total: r.N, Var: r.V, Expires: r.Expires}
 }
 
 // Get returns each key's exact total, as Estimates does; a total beyond
@@ -101,43 +105,33 @@ func (b *Buffer) Get(ctx context.Context, keys []string) ([]int64, error) {
 	return totals, nil
 }
 
-// inMemory returns, per key, its deltas in the accumulating round and in
-// every queued round, each with its round's identity, and the distinct
-// identities involved. It holds every shard's lock, so no round is
-// cut meanwhile: each round is seen exactly once, in the shards or in the
-// queue. It does no I/O.
-func (b *Buffer) inMemory(keys []string) ([][]held, []store.Identity) {
+// inMemory returns, per key, the nets of its cells a read of kind k takes
+// in (change.Reads) in the accumulating round and in every queued round,
+// each with its round's identity, and the distinct identities involved.
+// They are in round order, and within a round in the order Reads gives
+// (a SET on the key's total comes before the expiry left in its Expire
+// cell, an earlier one having been cancelled by the SET). It holds every
+// shard's lock, so no round is cut meanwhile: each round is seen exactly
+// once, in the shards or in the queue. It does no I/O.
+func (b *Buffer) inMemory(k change.Kind, keys []string) ([][]held, []store.Identity) {
 	a := b.acc
 	a.lockAll()
 	defer a.unlockAll()
 	rounds := b.flusher.queued()
 	ids := []store.Identity{a.id}
-	index := func(id store.Identity) int {
-		for i, have := range ids {
-			if have == id {
-				return i
-			}
-		}
-		ids = append(ids, id)
-		return len(ids) - 1
-	}
 	acc := store.BatchID{Identity: a.id, Seq: a.seq()}
+	kinds := change.Reads(k)
 	mem := make([][]held, len(keys))
 	for i, key := range keys {
-		id := change.ID{Key: key, Kind: change.Total}
-		exp := change.ID{Key: key, Kind: change.Expire}
-		// In a round a Set comes before the expiry left in its Expire
-		// cell (an earlier one was cancelled by the Set).
 		add := func(r store.BatchID, ps parts, ident int) {
-			if c, ok := ps.get(id); ok {
-				mem[i] = append(mem[i], held{id: r, n: c.n, v: c.v, ident: ident, set: c.set})
-			}
-			if c, ok := ps.get(exp); ok {
-				mem[i] = append(mem[i], held{id: r, n: c.n, ident: ident, expire: true})
+			for _, k := range kinds {
+				if c, ok := ps.get(change.ID{Key: key, Kind: k}); ok {
+					mem[i] = append(mem[i], held{id: r, net: c.Net, ident: ident})
+				}
 			}
 		}
 		for _, r := range rounds {
-			add(r.id, r.parts, index(r.id.Identity))
+			add(r.id, r.parts, identIndex(&ids, r.id.Identity))
 		}
 		add(acc, a.parts(), 0)
 	}

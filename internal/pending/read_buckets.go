@@ -41,8 +41,8 @@ func (b *Buffer) Buckets(ctx context.Context, key string, k change.Kind, n int) 
 			if sums[i] == nil {
 				sums[i] = new(big.Int)
 			}
-			sums[i].Add(sums[i], big.NewInt(h.n))
-			out[i].Var += h.v
+			sums[i].Add(sums[i], big.NewInt(h.net.N))
+			out[i].Var += h.net.V
 		}
 	}
 	for i, s := range sums {
@@ -93,7 +93,7 @@ func (b *Buffer) inMemoryBuckets(key string, k change.Kind, from int64, n int) (
 		for i := range n {
 			id := change.ID{Key: key, Kind: k, Bucket: from + int64(i)*width}
 			if c := cs.other[id]; c != nil {
-				mem[i] = append(mem[i], held{id: rid, n: c.n, v: c.v, ident: ident})
+				mem[i] = append(mem[i], held{id: rid, net: c.Net, ident: ident})
 			}
 		}
 	})
@@ -136,7 +136,7 @@ func (b *Buffer) Top(ctx context.Context, prefix string, k change.Kind, buckets,
 		lane := store.LaneOf(key)
 		for _, h := range mem[i] {
 			if h.id.Seq > snap.Marks[h.ident][lane] {
-				s.Add(s, big.NewInt(h.n))
+				s.Add(s, big.NewInt(h.net.N))
 			}
 		}
 		sums[key] = s
@@ -191,7 +191,7 @@ func (b *Buffer) inMemoryTop(prefix string, k change.Kind, from int64) ([][]held
 				keys = append(keys, id.Key)
 				mem = append(mem, nil)
 			}
-			mem[i] = append(mem[i], held{id: rid, n: c.n, v: c.v, ident: identIndex(&ids, rid.Identity)})
+			mem[i] = append(mem[i], held{id: rid, net: c.Net, ident: identIndex(&ids, rid.Identity)})
 		}
 	}
 	for _, r := range rounds {

@@ -38,8 +38,8 @@ func (r *round) batch() []change.Change {
 	if len(full) <= 1 {
 		for _, cs := range full {
 			cs.each(func(id change.ID, c *cell) {
-				if ch, ok := c.change(id); ok {
-					batch = append(batch, ch)
+				if c.Written() {
+					batch = append(batch, c.Change(id))
 				}
 			})
 		}
@@ -60,8 +60,8 @@ func (r *round) batch() []change.Change {
 		for ; j < len(all) && all[j].id == all[i].id; j++ {
 			m.merge(all[j].c)
 		}
-		if ch, ok := m.change(all[i].id); ok {
-			batch = append(batch, ch)
+		if m.Written() {
+			batch = append(batch, m.Change(all[i].id))
 		}
 		i = j
 	}

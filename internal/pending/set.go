@@ -2,72 +2,47 @@ package pending
 
 import "github.com/counterd/counterd/internal/change"
 
-// SET, DEL and EXPIRE in the accumulator. A Set change lands on its key's
-// Total cell, which then replaces the stored total instead of adding to it
-// (cell.set); increments after it add to the new value, and a Set after
-// increments drops them. An Expire change has a cell of its own whose
-// value is the last expiry accepted. The journal records every change in
-// order and replay folds them with the same code, so a replayed round
-// coalesces exactly as the live one did.
+// Netting in the accumulator. Each change lands on its cell
+// (change.Change.Cell) and nets into it by its kind's rule, with
+// change.Fold: the function the journal nets a segment with on replay,
+// so a replayed round coalesces exactly as the live one did. A change
+// whose kind does not add up (a SET replacing a key's total, an EXPIRE)
+// or that cancels other cells takes the exclusive path, where one cell
+// holds the counter's whole value (see shard.go).
 
-// replaces reports whether changes of kind k replace their cell's value
-// rather than add to it, so even a zero one is recorded.
-func replaces(k change.Kind) bool { return k == change.Set || k == change.Expire }
-
-// cellID is the counter a change is coalesced into: a Set lands on its
-// key's total.
-func cellID(ch change.Change) change.ID {
-	if ch.Kind == change.Set {
-		return change.ID{Key: ch.Key, Kind: change.Total}
+// exclusive reports whether a change of kind k needs the exclusive path.
+func exclusive(k change.Kind) bool {
+	if k == change.Plain() {
+		return false // it adds up and cancels nothing
 	}
-	return ch.ID()
+	s := k.Spec()
+	return s != nil && (s.Merge != nil || len(s.Cancels) > 0)
 }
 
-// fold applies ch to its cell c (cs.get(cellID(ch))). A Set also cancels
-// an expiry accepted before it in the same round: SET and DEL remove a
-// key's expiry, as in Redis; an EXPIRE after them sets it again.
-func (cs cells) fold(c *cell, ch change.Change) {
-	if ch.Kind == change.Set {
-		if e := cs.other[change.ID{Key: ch.Key, Kind: change.Expire}]; e != nil {
-			e.n = 0
-		}
-	}
-	setCell(c, ch)
+// idle reports whether ch changes nothing: an additive change of 0
+// (sampled out, or INCRBY 0).
+func idle(ch change.Change) bool {
+	return ch.Delta == 0 && ch.Var == 0 && ch.Kind.Additive()
 }
 
-// setCell applies ch to c alone.
-func setCell(c *cell, ch change.Change) {
-	switch ch.Kind {
-	case change.Set:
-		c.n, c.v, c.set = ch.Delta, ch.Var, true
-	case change.Expire:
-		c.n, c.set = ch.Delta, true
-	default:
-		c.n += ch.Delta
-		c.v += ch.Var
+// fold nets ch, checked by check, into its cell c of cs. (The accept path
+// nets a change that needs no exclusive path, one that adds up and
+// cancels nothing, with change.AddNet directly: Fold's merge for it.)
+func (cs *cells) fold(c *cell, ch change.Change) {
+	if !change.Fold(&c.Net, ch, cs) {
+		panic("BUG: a checked change overflows its cell")
 	}
 }
 
-// restore folds a change replayed from the journal into cs. The journal
-// nets a segment's records the way fold does (a Set replaces its key's
-// total and cancels an earlier expiry; see journal's scan.go), so each
-// change is already the net of its cell, and their order, first
-// appearance, no longer matters.
+// restore puts a change replayed from the journal into cs. The journal
+// nets a segment's records with change.Fold, so each change is already
+// the net of its cell, and their order, first appearance, no longer
+// matters.
 func (cs cells) restore(ch change.Change) {
-	id := cellID(ch)
+	id := ch.Cell()
 	c := cs.get(id)
 	if c == nil {
 		c = cs.add(id)
 	}
-	setCell(c, ch)
-}
-
-// change returns the change a round writes for the cell of id, and
-// whether there is one.
-func (c *cell) change(id change.ID) (change.Change, bool) {
-	ch := change.Change{Key: id.Key, Kind: id.Kind, Bucket: id.Bucket, Delta: c.n, Var: c.v}
-	if c.set && id.Kind == change.Total {
-		ch.Kind = change.Set
-	}
-	return ch, c.n != 0 || c.v != 0 || c.set
+	c.Net, _ = c.Net.Merge(ch)
 }

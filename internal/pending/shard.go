@@ -34,8 +34,9 @@ import (
 //     the fast path, so the merged sum always fits int64, which is what
 //     overflow refusal promised when there was one map. A change that
 //     would pass it, a change to a counter marked big, a key new to the
-//     shard while the pending-key limit is reached, and every SET, DEL
-//     and EXPIRE take the exclusive path instead.
+//     shard while the pending-key limit is reached, and every change
+//     that does not add up or cancels other cells (SET, DEL, EXPIRE:
+//     see exclusive) take the exclusive path instead.
 //   - Exclusive path. It takes every shard's lock, moves the counter's
 //     cells from the other shards into shard 0's (consolidate), and
 //     checks and folds there, exactly as the single map did: so SET
@@ -165,7 +166,7 @@ func (a *Accumulator) consolidate(id change.ID) *cell {
 		s.cells.remove(id)
 		a.keys.Add(-1)
 	}
-	if c != nil && !c.big && a.outside(c.n) {
+	if c != nil && !c.big && a.outside(c.N) {
 		a.markBig(id, c)
 	}
 	return c

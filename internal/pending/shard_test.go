@@ -178,7 +178,7 @@ func TestShardsConcurrentCuts(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			b.inMemory([]string{"k1"}) // a read takes every lock too
+			b.inMemory(change.Plain(), []string{"k1"}) // a read takes every lock too
 		}
 	}()
 	wg.Wait()

@@ -7,7 +7,7 @@
 // spread over its slots instead of queueing on one row lock; when every
 // existing slot of a key is held, or the key has none yet, it upserts into a
 // random slot (INSERT ... ON CONFLICT DO UPDATE). A whole batch is one
-// INSERT over arrays (write.go): a lateral SKIP LOCKED
+// INSERT over arrays (kind_total.go): a lateral SKIP LOCKED
 // pick feeds the upsert key by key, in key order, so a writer only waits
 // for a row while holding rows of smaller keys and writers cannot form a
 // lock cycle. A deadlock or serialization failure is still retried, in
@@ -22,8 +22,13 @@
 //
 // Time-window buckets (change kinds Minute, Hour, Day) are kept the same
 // way in counter_bucket_slots and counter_bucket_rows: a round writes them
-// in the same statement as its totals (write_buckets.go), FoldBuckets
+// in the same statement as its totals (kind_window.go), FoldBuckets
 // folds them and ExpireBuckets deletes those past their keep_until.
+//
+// Each kind of change is written by the Writer its family registers
+// (writer.go, kind_*.go): totals and windows as parts of one statement,
+// SET, EXPIRE, budget grants and any other kind by statements of their
+// own in the round's transaction, which also records its lanes.
 //
 // Fold moves slot counts into the base rows in the same transaction that
 // deletes them, so an increment is never lost or counted twice while writers

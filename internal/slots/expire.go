@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,7 +11,7 @@ import (
 
 // Expiry. A key whose counter_expiry row has passed reads as 0 (read.go);
 // its stored rows are removed by whichever comes first:
-//   - the next write of the key (resetExpired, in writeBatchExpiring): the write
+//   - the next write of the key (resetExpired, in the round statement): the write
 //     deletes the expiry row and adds minus the stored total to the slot
 //     row it writes, so the round's delta starts the key's new life;
 //   - the rollup (Expire): it deletes the expired keys' slot rows, base
@@ -22,15 +21,16 @@ import (
 // write waiting on the rollup finds the row gone and adds its delta to
 // nothing. They may deadlock on slot rows, and both retry.
 
-// resetExpired is writeBatchExpiring's CTEs for expired keys among $3:
-// expired deletes their expiry rows, reset holds their stored totals (as
-// the statement's snapshot sees them) to subtract; only keys of lanes
-// this statement writes, since the subtraction goes with the key's delta.
+// resetExpired is the CTEs the totals' written CTE takes expired keys
+// from (kind_total.go): expired deletes the expiry rows of the round's
+// keys whose expiry passed, reset holds their stored totals (as the
+// statement's snapshot sees them) to subtract; only keys of lanes this
+// statement writes, since the subtraction goes with the key's delta.
 const resetExpired = `expired AS (
     DELETE FROM counter_expiry x
-    USING unnest($3::text[], $7::smallint[]) AS b(key, lane)
+    USING unnest($a1::text[], $a5::smallint[]) AS b(key, lane)
     WHERE x.key = b.key AND x.expires_at <= now()
-      AND ($1::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane])
+      AND ($lanes::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane])
     RETURNING x.key
 ), reset AS (
     SELECT x.key, t.n, t.v FROM expired x
@@ -42,48 +42,6 @@ const resetExpired = `expired AS (
         ) AS p
     ) AS t
 )`
-
-// writeHeadExpiring is writeHead with resetExpired: the key's stored
-// total is subtracted from the slot row its delta goes to when its expiry
-// has passed. It is built from writeHead so the two cannot drift.
-var writeHeadExpiring = func() string {
-	q := writeHead
-	for _, r := range [][2]string{
-		{"), written AS (", "), " + resetExpired + ", written AS ("},
-		{"SELECT b.key, coalesce(f.slot, b.fallback), b.n, b.v\n",
-			"SELECT b.key, coalesce(f.slot, b.fallback),\n" +
-				"           b.n - coalesce((SELECT r.n FROM reset r WHERE r.key = b.key), 0),\n" +
-				"           b.v - coalesce((SELECT r.v FROM reset r WHERE r.key = b.key), 0)\n"},
-	} {
-		if !strings.Contains(q, r[0]) {
-			panic("BUG: writeHead changed; writeHeadExpiring cannot be built from it")
-		}
-		q = strings.Replace(q, r[0], r[1], 1)
-	}
-	return q
-}()
-
-// The statements a round of increments (and bucket changes) is written
-// with, without and with resetExpired.
-var (
-	writeBatchExpiring        = writeHeadExpiring + writeTail
-	writeBatchBucketsExpiring = writeHeadExpiring + writeBucketsTail
-)
-
-// writeStatement picks the statement for a round: with resetExpired once
-// any key has an expiry, with the bucket insert when it has bucket
-// changes.
-func writeStatement(expiring, buckets bool) string {
-	switch {
-	case expiring && buckets:
-		return writeBatchBucketsExpiring
-	case expiring:
-		return writeBatchExpiring
-	case buckets:
-		return writeBatchBuckets
-	}
-	return writeBatch
-}
 
 // anyExpiry reports whether any key has an expiry. While counter_expiry
 // is empty rounds use the statements without resetExpired, so a

@@ -130,13 +130,6 @@ func (p position) String() string {
 // other failure ends the pass with an error naming the chunk's key range.
 func (s *Store) Fold(ctx context.Context, opts FoldOptions) (FoldResult, error) {
 	var res FoldResult
-	chunk, clock := opts.defaults()
-	var stamp *time.Time
-	if !opts.UpdatedAt.IsZero() {
-		stamp = &opts.UpdatedAt
-	}
-	start := clock()
-
 	var end position
 	err := s.pool.QueryRow(ctx, lastSlotRow).Scan(&end.key, &end.slot)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -144,55 +137,80 @@ func (s *Store) Fold(ctx context.Context, opts FoldOptions) (FoldResult, error) 
 	}
 	var skipped []error
 	if err == nil {
-		cur, n := beforeAll, chunk
-		for first := true; ; first = false {
-			if !first && opts.MaxDuration > 0 && clock().Sub(start) >= opts.MaxDuration {
-				res.Limited = true
-				break
-			}
-			c, err := s.foldChunk(ctx, cur, end, n, stamp, &opts)
-			if err == nil {
-				res.add(c, &opts)
-				if c.rows < int64(n) {
-					break // swept past end, or every row left is held
-				}
-				cur = c.last
-				continue
-			}
-			if !isDataError(err) {
-				return res, fmt.Errorf("fold chunk %d (after %v, through %v): %w", res.Chunks+1, cur, end, err)
-			}
-			if n > 1 {
-				n /= 2
-				continue
-			}
-			// One row fails alone: fold exactly that row again, so a row
-			// that changed hands in between is not blamed.
-			var row position
-			err = s.pool.QueryRow(ctx, nextSlotRow, cur.key, cur.slot, end.key, end.slot).Scan(&row.key, &row.slot)
-			if errors.Is(err, pgx.ErrNoRows) {
-				break
-			}
-			if err != nil {
-				return res, fmt.Errorf("fold: find the slot row after %v: %w", cur, err)
-			}
-			c, err = s.foldChunk(ctx, cur, row, 1, stamp, &opts)
-			switch {
-			case err == nil:
-				res.add(c, &opts)
-			case isDataError(err):
-				res.Skipped++
-				skipped = append(skipped, &RowError{Key: row.key, Slot: row.slot, Err: err})
-			default:
-				return res, fmt.Errorf("fold chunk %d (%v): %w", res.Chunks+1, row, err)
-			}
-			cur, n = row, chunk
+		if skipped, err = s.foldPass(ctx, end, &opts, &res); err != nil {
+			return res, err
 		}
 	}
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM counter_slots`).Scan(&res.Left); err != nil {
 		return res, fmt.Errorf("fold: count slot rows left: %w", err)
 	}
 	return res, errors.Join(skipped...)
+}
+
+// foldPass sweeps the slot rows through end, chunk by chunk, adding what
+// it moved to res, and returns the RowError of each row it skipped.
+func (s *Store) foldPass(ctx context.Context, end position, opts *FoldOptions, res *FoldResult) ([]error, error) {
+	chunk, clock := opts.defaults()
+	var stamp *time.Time
+	if !opts.UpdatedAt.IsZero() {
+		stamp = &opts.UpdatedAt
+	}
+	start := clock()
+	var skipped []error
+	cur, n := beforeAll, chunk
+	for first := true; ; first = false {
+		if !first && opts.MaxDuration > 0 && clock().Sub(start) >= opts.MaxDuration {
+			res.Limited = true
+			return skipped, nil
+		}
+		c, err := s.foldChunk(ctx, cur, end, n, stamp, opts)
+		switch {
+		case err == nil:
+			res.add(c, opts)
+			if c.rows < int64(n) {
+				return skipped, nil // swept past end, or every row left is held
+			}
+			cur = c.last
+			continue
+		case !isDataError(err):
+			return skipped, fmt.Errorf("fold chunk %d (after %v, through %v): %w", res.Chunks+1, cur, end, err)
+		case n > 1:
+			n /= 2
+			continue
+		}
+		row, err := s.foldAlone(ctx, cur, end, stamp, opts, res, &skipped)
+		if err != nil || row == nil {
+			return skipped, err
+		}
+		cur, n = *row, chunk
+	}
+}
+
+// foldAlone folds, alone, the first unheld row after cur through end,
+// after a chunk of one row failed because of its data: exactly that row
+// again, so a row that changed hands in between is not blamed. It returns
+// the row (nil when none is left), and adds its RowError to skipped if its
+// data fails it again.
+func (s *Store) foldAlone(ctx context.Context, cur, end position, stamp *time.Time, opts *FoldOptions, res *FoldResult, skipped *[]error) (*position, error) {
+	var row position
+	err := s.pool.QueryRow(ctx, nextSlotRow, cur.key, cur.slot, end.key, end.slot).Scan(&row.key, &row.slot)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fold: find the slot row after %v: %w", cur, err)
+	}
+	c, err := s.foldChunk(ctx, cur, row, 1, stamp, opts)
+	switch {
+	case err == nil:
+		res.add(c, opts)
+	case isDataError(err):
+		res.Skipped++
+		*skipped = append(*skipped, &RowError{Key: row.key, Slot: row.slot, Err: err})
+	default:
+		return nil, fmt.Errorf("fold chunk %d (%v): %w", res.Chunks+1, row, err)
+	}
+	return &row, nil
 }
 
 // chunkResult is what one committed chunk moved.

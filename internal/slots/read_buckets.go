@@ -13,14 +13,29 @@ import (
 	"github.com/counterd/counterd/internal/change"
 )
 
-// ReadBuckets returns, in one statement, key's stored buckets of kind k
-// that start from from through to (unix seconds), and the watermarks of
-// ids' lanes, so a caller can add the rounds it holds exactly as Read's
-// callers do. A bucket beyond int64 is an error wrapping ErrOverflow.
+// ReadBuckets returns, in one statement, key's stored cells of kind k
+// whose bucket is from through to, and the watermarks of ids' lanes, so a
+// caller can add the rounds it holds exactly as Read's callers do: for a
+// windowed kind its buckets that start from from through to (unix
+// seconds), for another kind its one cell (from and to 0), as the kind's
+// Writer reads them. A value beyond int64 is an error wrapping
+// ErrOverflow.
 func (s *Store) ReadBuckets(ctx context.Context, key string, k change.Kind, from, to int64, ids []store.Identity) (store.BucketSnapshot, error) {
+	w := writerOf(k)
+	switch {
+	case w != nil && w.readBuckets != nil:
+		return w.readBuckets(ctx, s, key, k, from, to, ids)
+	case w != nil && w.Read != "" && from == 0 && to == 0:
+		return s.readCell(ctx, w.Read, key, ids)
+	}
+	return store.BucketSnapshot{}, fmt.Errorf("read %v cells of %q from %d to %d: this store cannot read them", k, key, from, to)
+}
+
+// readBuckets reads a windowed kind's buckets (the windows' Writer).
+func readBuckets(ctx context.Context, s *Store, key string, k change.Kind, from, to int64, ids []store.Identity) (store.BucketSnapshot, error) {
 	var snap store.BucketSnapshot
 	names, legacy := markNames(ids)
-	rows, err := s.pool.Query(ctx, readBuckets, key, int16(k), time.Unix(from, 0), time.Unix(to, 0), names, legacy)
+	rows, err := s.pool.Query(ctx, readBucketsSQL, key, int16(k), time.Unix(from, 0), time.Unix(to, 0), names, legacy)
 	if err != nil {
 		return snap, fmt.Errorf("read buckets: %w", err)
 	}
@@ -45,6 +60,47 @@ func (s *Store) ReadBuckets(ctx context.Context, key string, k change.Kind, from
 	})
 	if err != nil {
 		return snap, fmt.Errorf("read buckets: %w", err)
+	}
+	return snap, nil
+}
+
+// readCell reads key's one cell with a Writer's Read SQL, and the
+// watermarks of ids' lanes, in one statement.
+func (s *Store) readCell(ctx context.Context, read, key string, ids []store.Identity) (store.BucketSnapshot, error) {
+	var snap store.BucketSnapshot
+	names, legacy := markNames(ids)
+	q := `SELECT 0, NULL::text, NULL::float8, ` + readMarks(2) + `
+UNION ALL
+SELECT 1, r.count::text, r.variance::float8, NULL FROM (` + read + `) AS r`
+	rows, err := s.pool.Query(ctx, q, key, names, legacy)
+	if err != nil {
+		return snap, fmt.Errorf("read %q: %w", key, err)
+	}
+	var (
+		part  int
+		count *string
+		v     *float64
+		seqs  []int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&part, &count, &v, &seqs}, func() error {
+		if part == 0 {
+			var merr error
+			snap.Marks, merr = toMarks(seqs, len(ids))
+			return merr
+		}
+		n, err := parseCount(key, count)
+		if err != nil {
+			return err
+		}
+		c := store.BucketValue{Total: n}
+		if v != nil {
+			c.Var = *v
+		}
+		snap.Buckets = append(snap.Buckets, c)
+		return nil
+	})
+	if err != nil {
+		return snap, fmt.Errorf("read %q: %w", key, err)
 	}
 	return snap, nil
 }
@@ -107,10 +163,10 @@ func parseCount(key string, s *string) (int64, error) {
 	return n, nil
 }
 
-// readBuckets is one key's buckets of one width in a range, from the
+// readBucketsSQL is one key's buckets of one width in a range, from the
 // primary keys of both bucket tables, with the watermarks of the lanes in
 // $5 on a row of their own (start NULL).
-var readBuckets = `
+var readBucketsSQL = `
 SELECT NULL::bigint, NULL::text, NULL::float8, ` + readMarks(5) + `
 UNION ALL
 SELECT extract(epoch FROM p.bucket_start)::bigint, sum(p.n)::text, sum(p.v)::float8, NULL

@@ -45,7 +45,7 @@ type Options struct {
 	Retention func(key string, k change.Kind) (time.Duration, bool)
 	// KeyTTL, when set, is the idle retention of a key (0: none); each
 	// round that writes a key with one moves its expiry to now plus it
-	// (COUNTERD_KEY_TTL, see set.go).
+	// (COUNTERD_KEY_TTL, see retain.go).
 	KeyTTL func(key string) time.Duration
 }
 

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/counterd/counterd/internal/store"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/counterd/counterd/internal/change"
 )
@@ -39,9 +36,8 @@ func (s *Store) Apply(ctx context.Context, batch []change.Change) (store.ApplyRe
 // skipped, so a batch retried after some or all of its transactions
 // committed, or replayed after a crash, is written once. On error some
 // lanes may be committed; retry with the same id. Changes must be unique
-// per change.ID: totals, windowed kinds (write_buckets.go), Set and Expire
-// (set.go) and budget grants (grant.go); a key's changes share its lane
-// and transaction.
+// per change.ID, of kinds with a Writer (writer.go, kind_*.go); a key's
+// changes share its lane and transaction.
 func (s *Store) ApplyOnce(ctx context.Context, id store.BatchID, batch []change.Change) (store.ApplyResult, error) {
 	// A small batch is written faster by one transaction than by several
 	// that each pay a commit; identities are per lane, so the grouping
@@ -105,46 +101,27 @@ type laneChange struct {
 }
 
 // write sorts the part by key, because every writer must lock rows in the
-// same order, and writes it in one statement. Deadlocks and serialization
-// failures are retried. It reports whether every lane had already
-// recorded seq.
+// same order, and writes it: in one statement when only inline writers
+// have changes (writer.go), else in one transaction (writeTx). Deadlocks
+// and serialization failures are retried. It reports whether every lane
+// had already recorded seq.
 func (s *Store) write(ctx context.Context, seq int64, p *part, res *store.ApplyResult) (bool, error) {
 	slices.SortFunc(p.changes, func(a, b laneChange) int { return strings.Compare(a.Key, b.Key) })
-	grants := takeGrants(p) // budget grants are written by writeGrants, in the same transaction
-	if s.special(p) {
-		return s.writeTx(ctx, seq, p, grants, res) // SET, DEL, EXPIRE or COUNTERD_KEY_TTL: set.go
+	pl, err := s.plan(p.changes, nil)
+	if err != nil {
+		return false, err
 	}
-	n := len(p.changes)
-	keys, deltas, vars := make([]string, 0, n), make([]int64, 0, n), make([]float64, 0, n)
-	fallback, lanes := make([]int16, 0, n), make([]int16, 0, n)
-	var buckets bucketBatch
-	for _, c := range p.changes {
-		if c.Kind.Windowed() {
-			buckets.add(s, c)
-			continue
-		}
-		if c.Kind != change.Total {
-			return false, fmt.Errorf("write batch: key %q has kind %v, which this store cannot write", c.Key, c.Kind)
-		}
-		keys, deltas, vars, lanes = append(keys, c.Key), append(deltas, c.Delta), append(vars, c.Var), append(lanes, c.lane)
-		fallback = append(fallback, int16(rand.IntN(s.slots)))
+	if pl.exec {
+		return s.writeTx(ctx, seq, p, res)
 	}
-	args := []any{pgx.QueryExecModeCacheDescribe, p.lanes, seq, keys, deltas, vars, fallback, lanes}
-	if buckets.len() > 0 {
-		args = append(args, buckets.args()...)
-	}
+	parts, args := s.inlineArgs(pl, p.lanes, seq)
 	var doneLanes int
-	err := s.retry(ctx, &res.Attempts, func() error {
+	err = s.retry(ctx, &res.Attempts, func() error {
 		expiring, err := s.anyExpiry(ctx) // expire.go
 		if err != nil {
 			return err
 		}
-		query := writeStatement(expiring, buckets.len() > 0)
-		scan := func(r pgx.Row) error { return r.Scan(&res.Updated, &res.Inserted, &doneLanes) }
-		if grants != nil {
-			return s.writeWithGrants(ctx, p, grants, query, scan, args...)
-		}
-		return scan(s.pool.QueryRow(ctx, query, args...))
+		return s.pool.QueryRow(ctx, roundStatement(parts, expiring), args...).Scan(&res.Updated, &res.Inserted, &doneLanes)
 	})
 	if err != nil {
 		return false, fmt.Errorf("write batch (attempt %d): %w", res.Attempts, err)
@@ -152,33 +129,58 @@ func (s *Store) write(ctx context.Context, seq int64, p *part, res *store.ApplyR
 	return p.lanes != nil && doneLanes == len(p.lanes), nil
 }
 
-// The write runs as an unnamed statement (QueryExecModeCacheDescribe), so
-// PostgreSQL plans it for each round with the table as it is: a generic
-// plan cached while the slot table was tiny kept a sequential scan per key
-// as it grew (a round of 2,000 keys over 100,000 rows took 32 s, not 40 ms).
-//
-// writeBatch writes one transaction's share of a round, exactly once per
-// lane, in one statement.
-//
-// advanced moves the watermark of each lane in $1 to $2 where it was
-// below; fresh says, per lane, whether it moved (a null $1 writes every
-// key without identity). written then adds each key whose lane is fresh:
-// for each key, in the sorted order of $3, the lateral subquery locks the
-// first slot row no other transaction holds (FOR UPDATE SKIP LOCKED never
-// waits) and the insert conflicts with that row and adds to it; a key with
-// no free row is upserted into the caller's random slot, which may wait
-// for its holder. The executor takes one key at a time (no sort between
-// the join and the insert, and fresh is a one-off InitPlan rather than a
-// join), so a writer only ever waits while holding rows of smaller keys
-// and writers cannot form a lock cycle. Counts are numeric: no sum can
-// overflow, so no key can make a round fail.
-const writeBatch = writeHead + writeTail
+// writeTx writes p (sorted by key) in one transaction: it advances the
+// lanes, then, for the changes of lanes that had not seen seq, runs every
+// writer (runWriters).
+func (s *Store) writeTx(ctx context.Context, seq int64, p *part, res *store.ApplyResult) (bool, error) {
+	var doneAll bool
+	err := s.retry(ctx, &res.Attempts, func() error {
+		*res = store.ApplyResult{Attempts: res.Attempts}
+		var err error
+		doneAll, err = s.writeTxOnce(ctx, seq, p, res)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("write batch (attempt %d): %w", res.Attempts, err)
+	}
+	return doneAll, nil
+}
 
-// writeTail counts what writeHead wrote.
-const writeTail = `
-SELECT count(*) FILTER (WHERE NOT created)::int, count(*) FILTER (WHERE created)::int,
-       (coalesce(cardinality($1::text[]), 0) - (SELECT count(*) FROM advanced))::int
-FROM written`
+func (s *Store) writeTxOnce(ctx context.Context, seq int64, p *part, res *store.ApplyResult) (bool, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
+	var fresh []bool
+	if p.lanes != nil {
+		if err := tx.QueryRow(ctx, advanceLanes, p.lanes, seq).Scan(&fresh); err != nil {
+			return false, err
+		}
+	}
+	pl, err := s.plan(p.changes, fresh)
+	if err != nil {
+		return false, err
+	}
+	if err := s.runWriters(ctx, tx, pl, res); err != nil {
+		return false, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, err
+	}
+	doneAll := fresh != nil
+	for _, f := range fresh {
+		doneAll = doneAll && !f
+	}
+	return doneAll, nil
+}
+
+// advanceLanes moves the watermark of each lane in $1 to $2 where it was
+// below, and says per lane whether it moved (the round statement's
+// advanced and fresh).
+const advanceLanes = advancedCTE + `
+SELECT array_agg(l.name IN (SELECT instance FROM advanced) ORDER BY l.ord)
+FROM unnest($1::text[]) WITH ORDINALITY AS l(name, ord)`
 
 // advancedCTE moves the watermark of each lane in $1 to $2 where it was
 // below and returns the lanes it moved. counterd_fence, a one-time filter
@@ -196,24 +198,11 @@ WITH advanced AS (
     RETURNING ci.instance
 )`
 
-// writeHead is writeBatch's common table expressions.
-const writeHead = advancedCTE + `, fresh AS (
+// freshCTE says, per lane of $1, whether advanced moved it: the round
+// statement writes a change only if its lane is fresh (a null $1 writes
+// every change without identity). It is a one-off InitPlan rather than a
+// join, so the executor still takes one key at a time.
+const freshCTE = `, fresh AS (
     SELECT array_agg(l.name IN (SELECT instance FROM advanced) ORDER BY l.ord) AS lanes
     FROM unnest($1::text[]) WITH ORDINALITY AS l(name, ord)
-), written AS (
-    INSERT INTO counter_slots AS cs (key, slot, count, variance)
-    SELECT b.key, coalesce(f.slot, b.fallback), b.n, b.v
-    FROM unnest($3::text[], $4::bigint[], $5::float8[], $6::smallint[], $7::smallint[])
-        AS b(key, n, v, fallback, lane)
-    LEFT JOIN LATERAL (
-        SELECT s.slot FROM counter_slots s
-        WHERE s.key = b.key
-        ORDER BY s.slot
-        LIMIT 1
-        FOR UPDATE SKIP LOCKED
-    ) AS f ON true
-    WHERE $1::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane]
-    ON CONFLICT (key, slot) DO UPDATE
-    SET count = cs.count + excluded.count, variance = cs.variance + excluded.variance
-    RETURNING cs.xmax = 0 AS created
 )`

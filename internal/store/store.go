@@ -20,7 +20,8 @@ type Store interface {
 	// Read returns each key's stored total (a key never counted is 0).
 	Read(ctx context.Context, keys []string, ids []Identity) (Snapshot, error)
 	// ReadBuckets returns key's stored buckets of windowed kind k that
-	// start from from through to (unix seconds).
+	// start from from through to (unix seconds); for a kind without
+	// buckets (from and to 0), its one stored cell, if it has one.
 	ReadBuckets(ctx context.Context, key string, k change.Kind, from, to int64, ids []Identity) (BucketSnapshot, error)
 	// ReadTop returns the n keys starting with prefix with the largest
 	// stored count over the buckets of kind k starting at or after since,

@@ -6,10 +6,34 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/counterd/counterd/internal/change"
 )
 
+// Time windows (change.Minute, Hour, Day): a round's bucket changes are
+// one CTE of the round statement (bucketsCTE), next to the totals they
+// were expanded from, and ReadBuckets reads them (read_buckets.go).
+func init() {
+	Register(Writer{
+		Name:  "windows",
+		Kinds: []change.Kind{change.Minute, change.Hour, change.Day},
+		inline: &inlinePart{
+			name: "bucket_written",
+			cte:  func(bool) string { return bucketsCTE },
+			args: func(s *Store, cs []laneChange) []any {
+				var b bucketBatch
+				for _, c := range cs {
+					b.add(s, c)
+				}
+				return b.args()
+			},
+		},
+		readBuckets: readBuckets,
+	})
+}
+
 // bucketBatch is the windowed changes of one transaction's part, as the
-// arrays writeBatchBuckets takes.
+// arrays bucketsCTE takes.
 type bucketBatch struct {
 	rows []bucketRow
 }
@@ -43,7 +67,7 @@ func (b *bucketBatch) add(s *Store, c laneChange) {
 func (b *bucketBatch) len() int { return len(b.rows) }
 
 // args sorts the rows by primary key, the order every writer locks them
-// in, and returns them as $8..$15 of writeBatchBuckets.
+// in, and returns them as bucketsCTE's arrays.
 func (b *bucketBatch) args() []any {
 	slices.SortFunc(b.rows, func(x, y bucketRow) int {
 		return cmp.Or(strings.Compare(x.key, y.key), cmp.Compare(x.width, y.width), x.start.Compare(y.start))
@@ -63,20 +87,17 @@ func (b *bucketBatch) args() []any {
 	return []any{keys, widths, starts, deltas, vars, fb, lns, keeps}
 }
 
-// writeBatchBuckets is writeBatch with the round's bucket changes written
-// by a second INSERT in the same statement, so they commit with the
-// totals and the lanes' watermarks, exactly once. Each bucket change adds
-// to the first unheld slot row of its key, width and bucket (SKIP
-// LOCKED), else upserts into its random slot, in primary key order, as
-// totals do; keep_until keeps the latest of the writes'.
-const writeBatchBuckets = writeHead + writeBucketsTail
-
-// writeBucketsTail is the bucket insert and the count of both inserts.
-const writeBucketsTail = `, bucket_written AS (
+// bucketsCTE writes the round's bucket changes by a second INSERT in the
+// round statement, so they commit with the totals and the lanes'
+// watermarks, exactly once. Each bucket change adds to the first unheld
+// slot row of its key, width and bucket (SKIP LOCKED), else upserts into
+// its random slot, in primary key order, as totals do; keep_until keeps
+// the latest of the writes'.
+const bucketsCTE = `bucket_written AS (
     INSERT INTO counter_bucket_slots AS bs (key, width, bucket_start, slot, count, variance, keep_until)
     SELECT b.key, b.width, b.bucket_start, coalesce(f.slot, b.fallback), b.n, b.v, b.keep_until
-    FROM unnest($8::text[], $9::smallint[], $10::timestamptz[], $11::bigint[], $12::float8[],
-                $13::smallint[], $14::smallint[], $15::timestamptz[])
+    FROM unnest($a1::text[], $a2::smallint[], $a3::timestamptz[], $a4::bigint[], $a5::float8[],
+                $a6::smallint[], $a7::smallint[], $a8::timestamptz[])
         AS b(key, width, bucket_start, n, v, fallback, lane, keep_until)
     LEFT JOIN LATERAL (
         SELECT s.slot FROM counter_bucket_slots s
@@ -85,16 +106,9 @@ const writeBucketsTail = `, bucket_written AS (
         LIMIT 1
         FOR UPDATE SKIP LOCKED
     ) AS f ON true
-    WHERE $1::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane]
+    WHERE $lanes::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane]
     ON CONFLICT (key, width, bucket_start, slot) DO UPDATE
     SET count = bs.count + excluded.count, variance = bs.variance + excluded.variance,
         keep_until = greatest(bs.keep_until, excluded.keep_until)
     RETURNING bs.xmax = 0 AS created
-), all_written AS (
-    SELECT created FROM written
-    UNION ALL
-    SELECT created FROM bucket_written
-)
-SELECT count(*) FILTER (WHERE NOT created)::int, count(*) FILTER (WHERE created)::int,
-       (coalesce(cardinality($1::text[]), 0) - (SELECT count(*) FROM advanced))::int
-FROM all_written`
+)`

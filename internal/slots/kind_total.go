@@ -1,0 +1,97 @@
+package slots
+
+import (
+	"math/rand/v2"
+	"strings"
+
+	"github.com/counterd/counterd/internal/change"
+)
+
+// Totals (change.Total) are written by the round statement's written CTE.
+//
+// For each key whose lane is fresh, in the sorted order of the keys, the
+// lateral subquery locks the first slot row no other transaction holds
+// (FOR UPDATE SKIP LOCKED never waits) and the insert conflicts with that
+// row and adds to it; a key with no free row is upserted into the
+// caller's random slot, which may wait for its holder. The executor takes
+// one key at a time (no sort between the join and the insert, and fresh
+// is a one-off InitPlan rather than a join), so a writer only ever waits
+// while holding rows of smaller keys and writers cannot form a lock
+// cycle. Counts are numeric: no sum can overflow, so no key can make a
+// round fail.
+func init() {
+	Register(Writer{
+		Name:  "totals",
+		Kinds: []change.Kind{change.Total},
+		inline: &inlinePart{
+			name: "written",
+			cte:  totalsCTE,
+			args: func(s *Store, cs []laneChange) []any {
+				var b batchArrays
+				for _, c := range cs {
+					b.add(c.Change, s.slots)
+					b.lanes[len(b.lanes)-1] = c.lane
+				}
+				return []any{b.keys, b.deltas, b.vars, b.fallback, b.lanes}
+			},
+		},
+	})
+}
+
+// totalsCTE is the written CTE, with resetExpired when expiring: a key's
+// stored total is then subtracted from the slot row its delta goes to
+// when its expiry has passed. Both are built from totalsInsert, so they
+// cannot drift apart.
+func totalsCTE(expiring bool) string {
+	if expiring {
+		return totalsExpiring
+	}
+	return totalsPlain
+}
+
+var (
+	totalsPlain    = strings.Replace(totalsInsert, "{amounts}", " b.n, b.v", 1)
+	totalsExpiring = resetExpired + ", " + strings.Replace(totalsInsert, "{amounts}", `
+           b.n - coalesce((SELECT r.n FROM reset r WHERE r.key = b.key), 0),
+           b.v - coalesce((SELECT r.v FROM reset r WHERE r.key = b.key), 0)`, 1)
+)
+
+// totalsInsert is the written CTE, {amounts} being what it adds.
+const totalsInsert = `written AS (
+    INSERT INTO counter_slots AS cs (key, slot, count, variance)
+    SELECT b.key, coalesce(f.slot, b.fallback),{amounts}
+    FROM unnest($a1::text[], $a2::bigint[], $a3::float8[], $a4::smallint[], $a5::smallint[])
+        AS b(key, n, v, fallback, lane)` + totalsPick
+
+// totalsPick is the rest of the written CTE: the free slot row, the lanes
+// and the upsert.
+const totalsPick = `
+    LEFT JOIN LATERAL (
+        SELECT s.slot FROM counter_slots s
+        WHERE s.key = b.key
+        ORDER BY s.slot
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    ) AS f ON true
+    WHERE $lanes::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane]
+    ON CONFLICT (key, slot) DO UPDATE
+    SET count = cs.count + excluded.count, variance = cs.variance + excluded.variance
+    RETURNING cs.xmax = 0 AS created
+)`
+
+// batchArrays are a statement's parameters, one element per key.
+type batchArrays struct {
+	keys     []string
+	deltas   []int64
+	vars     []float64
+	fallback []int16
+	lanes    []int16 // all 1 unless set: the round statement without lanes ignores them
+}
+
+func (b *batchArrays) add(c change.Change, slots int) {
+	b.keys = append(b.keys, c.Key)
+	b.deltas = append(b.deltas, c.Delta)
+	b.vars = append(b.vars, c.Var)
+	b.fallback = append(b.fallback, int16(rand.IntN(slots)))
+	b.lanes = append(b.lanes, 1)
+}
