@@ -28,7 +28,7 @@ func init() {
 
 // writeSets writes a round's Set changes.
 func writeSets(ctx context.Context, r *Round, cs []change.Change) error {
-	var sets batchArrays
+	sets := newBatchArrays(len(cs))
 	for _, c := range cs {
 		sets.add(c, r.Slots)
 	}

@@ -27,7 +27,7 @@ func init() {
 			name: "written",
 			cte:  totalsCTE,
 			args: func(s *Store, cs []laneChange) []any {
-				var b batchArrays
+				b := newBatchArrays(len(cs))
 				for _, c := range cs {
 					b.add(c.Change, s.slots)
 					b.lanes[len(b.lanes)-1] = c.lane
@@ -86,6 +86,14 @@ type batchArrays struct {
 	vars     []float64
 	fallback []int16
 	lanes    []int16 // all 1 unless set: the round statement without lanes ignores them
+}
+
+// newBatchArrays returns arrays with room for n keys.
+func newBatchArrays(n int) batchArrays {
+	return batchArrays{
+		keys: make([]string, 0, n), deltas: make([]int64, 0, n), vars: make([]float64, 0, n),
+		fallback: make([]int16, 0, n), lanes: make([]int16, 0, n),
+	}
 }
 
 func (b *batchArrays) add(c change.Change, slots int) {

@@ -124,6 +124,20 @@ type plan struct {
 // says were written already (nil: none was).
 func (s *Store) plan(changes []laneChange, fresh []bool) (plan, error) {
 	p := plan{batches: make([][]laneChange, len(registry))}
+	// Size each writer's batch first: a round has thousands of changes,
+	// and growing the batches by appending showed up as half again as
+	// many garbage collections at unpipelined INCR load.
+	sizes := make([]int, len(registry))
+	for _, c := range changes {
+		if i := byKind[c.Kind]; i != 0 && (fresh == nil || fresh[c.lane-1]) {
+			sizes[i-1]++
+		}
+	}
+	for i, n := range sizes {
+		if n > 0 {
+			p.batches[i] = make([]laneChange, 0, n)
+		}
+	}
 	for _, c := range changes {
 		if fresh != nil && !fresh[c.lane-1] {
 			continue
