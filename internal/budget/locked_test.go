@@ -63,13 +63,7 @@ func TestTakeWaitsOutALockTimeout(t *testing.T) {
 		},
 		Replayed: func(context.Context) error { return nil },
 	})
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { m.Run(runCtx); close(done) }()
-	defer func() { stop(); <-done }()
-	for !m.Ready() {
-		time.Sleep(time.Millisecond) // recovery is one statement
-	}
+	running(t, m)
 
 	holder, err := db.Pool.Begin(ctx)
 	if err != nil {

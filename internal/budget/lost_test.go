@@ -89,13 +89,7 @@ func TestLeaseWithLostReplyIsReturned(t *testing.T) {
 		},
 		Replayed: func(context.Context) error { return nil },
 	})
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { m.Run(runCtx); close(done) }()
-	defer func() { stop(); <-done }()
-	for !m.Ready() {
-		time.Sleep(time.Millisecond) // recovery is one statement
-	}
+	running(t, m)
 	if _, err := NewStore(db.Pool).Add(ctx, "gift", 1000); err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +118,18 @@ func TestLeaseWithLostReplyIsReturned(t *testing.T) {
 		return err == nil && tot == (Totals{Remaining: 1000, Total: 1000})
 	})
 	checkInvariant(t, db)
+}
+
+// running runs m until the test ends and returns once it is ready.
+func running(t *testing.T, m *Manager) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	t.Cleanup(func() { stop(); <-done })
+	for !m.Ready() {
+		time.Sleep(time.Millisecond) // recovery is one statement
+	}
 }
 
 // waitFor polls cond for up to a minute (a loaded machine is slow; the

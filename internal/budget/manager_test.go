@@ -49,13 +49,7 @@ func newTestManager(t *testing.T, db *pgtest.DB, clk *clock) (*Manager, func() [
 		},
 		Replayed: func(context.Context) error { return nil },
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { m.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	for !m.Ready() {
-		time.Sleep(time.Millisecond) // recover is one flush and one statement
-	}
+	running(t, m)
 	return m, func() []int64 { mu.Lock(); defer mu.Unlock(); return append([]int64(nil), leases...) }
 }
 

@@ -150,38 +150,37 @@ func (s *Store) GiveBack(ctx context.Context, ids, units []int64) error {
 	}, "return leased units")
 }
 
-// lostSQL returns whole every lease holder $1 took by one of the requests
-// $2 whose reply it never got, and reports those requests. The holder
-// never knew these leases' ids, so it granted nothing from them, and
-// giving back all they leased is exact; returned names the total, so a
-// retry returns nothing twice.
-const lostSQL = `
-WITH o AS (
-    SELECT id, leased - returned AS n FROM budget_leases
-    WHERE holder = $1 AND request = ANY($2::bigint[]) AND returned < leased
-    FOR UPDATE
-), r AS (
-    UPDATE budget_leases l SET size = l.size - o.n, returned = l.returned + o.n
-    FROM o WHERE l.id = o.id
-    RETURNING l.key, l.forfeited, o.n
-), s AS (
-    SELECT key, coalesce(sum(n) FILTER (WHERE NOT forfeited), 0) AS l, coalesce(sum(n) FILTER (WHERE forfeited), 0) AS f
-    FROM r GROUP BY key
-), u AS (
-    UPDATE budgets b SET leased = b.leased - s.l, forfeited = b.forfeited - s.f FROM s WHERE b.key = s.key
-)
-SELECT array(SELECT request FROM budget_leases WHERE holder = $1 AND request = ANY($2::bigint[])),
-    (SELECT coalesce(sum(n), 0)::bigint FROM r)`
+// lostSQL finds the leases holder $1 took by one of the requests $2 whose
+// reply it never got: their ids, requests and what each leased.
+const lostSQL = `SELECT id, request, leased, leased - returned FROM budget_leases
+WHERE holder = $1 AND request = ANY($2::bigint[])`
 
-// ReturnLost returns the leases holder took by requests whose replies
-// were lost, and reports which of requests have a lease (returned now or
-// before). A request not found may have taken nothing, or its statement
-// may still be running.
+// ReturnLost returns whole the leases holder took by requests whose
+// replies were lost, and reports which of requests have a lease (returned
+// now or before) and how many units went back now. The holder never knew
+// these leases' ids, so it granted nothing from them: giving back all
+// they leased is exact, and GiveBack names the total returned, so a
+// retry returns nothing twice. A request not found may have taken
+// nothing, or its statement may still be running.
 func (s *Store) ReturnLost(ctx context.Context, holder string, requests []int64) (found []int64, units int64, err error) {
-	err = retry(ctx, func() error {
-		return s.pool.QueryRow(ctx, lostSQL, holder, requests).Scan(&found, &units)
-	}, "return leases whose reply was lost")
-	return found, units, err
+	rows, err := s.pool.Query(ctx, lostSQL, holder, requests)
+	if err != nil {
+		return nil, 0, fmt.Errorf("find leases whose reply was lost: %w", err)
+	}
+	var ids, leased []int64
+	var id, request, size, left int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &request, &size, &left}, func() error {
+		ids, leased, found = append(ids, id), append(leased, size), append(found, request)
+		units += left
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("find leases whose reply was lost: %w", err)
+	}
+	if err := s.GiveBack(ctx, ids, leased); err != nil {
+		return nil, 0, err
+	}
+	return found, units, nil
 }
 
 // reclaimSQL deletes every lease of holder $1 and returns its whole size.
