@@ -296,3 +296,38 @@ func TestReadyzFollowsRounds(t *testing.T) {
 		t.Fatalf("k: got %d; want 1", got)
 	}
 }
+
+// A round whose changes net to nothing (INCR then DECR of one key before
+// it is cut) writes no change but must still be committed: its lanes
+// record it and the rounds after it follow. Before, the store built a
+// round statement with no part and the daemon panicked.
+func TestRoundNettingToNothing(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=1h") // only FLUSH cuts rounds
+	c := client(t, d.socket)
+	ctx := context.Background()
+	if err := c.Incr(ctx, "zero").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Decr(ctx, "zero").Err(); err != nil {
+		t.Fatal(err)
+	}
+	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := c.Do(fctx, "FLUSH").Err(); err != nil {
+		t.Fatalf("FLUSH of a round netting to nothing: %v\n%s", err, d.log())
+	}
+	if err := c.Incr(ctx, "after").Err(); err != nil {
+		t.Fatalf("INCR after the empty round: %v\n%s", err, d.log())
+	}
+	if err := c.Do(fctx, "FLUSH").Err(); err != nil {
+		t.Fatalf("FLUSH after the empty round: %v\n%s", err, d.log())
+	}
+	if got := total(t, db, "after"); got != 1 {
+		t.Fatalf("after: got %d; want 1", got)
+	}
+	if got, err := c.Get(ctx, "zero").Int64(); err != nil || got != 0 {
+		t.Fatalf("GET zero: got %d, %v; want 0", got, err)
+	}
+}

@@ -274,7 +274,13 @@ func roundStatement(parts uint64, expiring bool) string {
 		b.WriteString(text)
 		names = append(names, w.inline.name)
 	}
-	from := names[0]
+	// A part with no change (a round whose changes all netted to nothing,
+	// or no key in this part's lanes) still moves its lanes: the
+	// statement is advanced and fresh alone, counting no row.
+	from := "(SELECT NULL::boolean AS created WHERE false) AS nothing"
+	if len(names) > 0 {
+		from = names[0]
+	}
 	if len(names) > 1 {
 		b.WriteString(", all_written AS (\n    SELECT created FROM ")
 		b.WriteString(strings.Join(names, "\n    UNION ALL\n    SELECT created FROM "))

@@ -43,6 +43,21 @@ var exactlyOnce = []subtest{
 			t.Fatalf("lowest watermark of a: got %d (%v); want 3", m.Min(), m)
 		}
 	}},
+	{"EmptyRound", func(t *testing.T, s Store) {
+		// A round whose changes all netted to nothing (INCR k then DECR
+		// k) writes no change, but is a round all the same: its lanes
+		// record it, so reads stop adding it and rounds after it follow.
+		id := round("e", "g1", 1)
+		applyDup(t, s, id, false)
+		if m := marks(t, s, id.Identity); m != fill(1) {
+			t.Errorf("watermarks after an empty round: got %v; want 1 in every lane", m)
+		}
+		applyDup(t, s, id, true)
+		applyDup(t, s, round("e", "g1", 2), false, inc("e:1", 4))
+		if got := totals(t, s, "e:1")[0]; got != 4 {
+			t.Fatalf("total after the round following an empty one: got %d; want 4", got)
+		}
+	}},
 	{"NewGeneration", func(t *testing.T, s Store) {
 		// A journal restored from a snapshot starts a new generation at
 		// seq 1: its rounds are not below the old generation's mark.
