@@ -134,6 +134,14 @@ func (s *Store) plan(changes []laneChange, fresh []bool) (plan, error) {
 		}
 	}
 	for i, n := range sizes {
+		if n > 0 && n == len(changes) && len(takers) == 0 {
+			// The common round: every change is one writer's (plain
+			// increments) and no other writer looks at them. The writer
+			// reads its batch; it need not be a copy.
+			p.batches[i] = changes
+			p.exec = registry[i].inline == nil
+			return p, nil
+		}
 		if n > 0 {
 			p.batches[i] = make([]laneChange, 0, n)
 		}
