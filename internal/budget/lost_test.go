@@ -127,9 +127,7 @@ func running(t *testing.T, m *Manager) {
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()
 	t.Cleanup(func() { stop(); <-done })
-	for !m.Ready() {
-		time.Sleep(time.Millisecond) // recovery is one statement
-	}
+	waitFor(t, "the manager to recover its leases", m.Ready)
 }
 
 // waitFor polls cond for up to a minute (a loaded machine is slow; the
