@@ -29,7 +29,6 @@ import (
 	"github.com/counterd/counterd/internal/slots"
 	"github.com/counterd/counterd/internal/socket"
 	"github.com/counterd/counterd/internal/store"
-	"github.com/counterd/counterd/internal/version"
 	"github.com/counterd/counterd/internal/windows"
 )
 
@@ -47,9 +46,12 @@ Settings come from the environment:
 `
 
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	cmd, done, err := command(args, stdout)
-	if done || err != nil {
-		return err
+	cmd, done, err := config.Command[config.Counterd]("counterd", usage, args, stdout, "serve", "migrate")
+	if err != nil {
+		return usageError{err}
+	}
+	if done {
+		return nil
 	}
 	cfg, err := config.Load[config.Counterd](environ)
 	if err != nil {
@@ -74,27 +76,6 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return migrateUp(ctx, pool, log)
 	}
 	return serve(ctx, cfg, log, pool)
-}
-
-// command reads the command line: "serve" (no arguments) or "migrate".
-// It answers --version and -h itself, and then says done.
-func command(args []string, stdout io.Writer) (cmd string, done bool, err error) {
-	cmd = "serve"
-	if len(args) > 0 {
-		cmd = args[0]
-	}
-	switch {
-	case cmd == "--version" || cmd == "-version" || cmd == "version":
-		fmt.Fprintln(stdout, version.String("counterd"))
-		return cmd, true, nil
-	case cmd == "-h" || cmd == "--help" || cmd == "help":
-		fmt.Fprint(stdout, usage)
-		config.Usage[config.Counterd](stdout)
-		return cmd, true, nil
-	case len(args) > 1 || (cmd != "serve" && cmd != "migrate"):
-		return cmd, true, usageError{fmt.Errorf("unknown arguments %q; run counterd -h", args)}
-	}
-	return cmd, false, nil
 }
 
 // migrateTimeout bounds applying the migrations. Each statement is bounded

@@ -19,7 +19,6 @@ import (
 	"github.com/counterd/counterd/internal/logging"
 	"github.com/counterd/counterd/internal/slots"
 	"github.com/counterd/counterd/internal/targets"
-	"github.com/counterd/counterd/internal/version"
 )
 
 // usageError is a bad command line or setting: exit code 2.
@@ -40,9 +39,12 @@ Settings come from the environment:
 `
 
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	cmd, done, err := command(args, stdout)
-	if done || err != nil {
-		return err
+	cmd, done, err := config.Command[config.Rollup]("rollup", usage, args, stdout, "schedule", "once")
+	if err != nil {
+		return usageError{err}
+	}
+	if done {
+		return nil
 	}
 	cfg, err := config.Load[config.Rollup](environ)
 	if err != nil {
@@ -74,27 +76,6 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return err
 	}
 	return schedule(ctx, cfg.Schedule, log, func() error { return r.pass(ctx) })
-}
-
-// command reads the command line: "schedule" (no arguments) or "once".
-// It answers --version and -h itself, and then says done.
-func command(args []string, stdout io.Writer) (cmd string, done bool, err error) {
-	cmd = "schedule"
-	if len(args) > 0 {
-		cmd = args[0]
-	}
-	switch {
-	case cmd == "--version" || cmd == "-version" || cmd == "version":
-		fmt.Fprintln(stdout, version.String("rollup"))
-		return cmd, true, nil
-	case cmd == "-h" || cmd == "--help" || cmd == "help":
-		fmt.Fprint(stdout, usage)
-		config.Usage[config.Rollup](stdout)
-		return cmd, true, nil
-	case len(args) > 1 || (cmd != "schedule" && cmd != "once"):
-		return cmd, true, usageError{fmt.Errorf("unknown arguments %q; run rollup -h", args)}
-	}
-	return cmd, false, nil
 }
 
 // prepare waits for the database, opens the store and resolves
