@@ -174,24 +174,29 @@ func (s *Sketch) countFilled() {
 	}
 }
 
-// bitWriter appends values of up to 57 bits, most significant bit first.
+// bitWriter appends values of up to 32 bits, most significant bit first,
+// four bytes at a time.
 type bitWriter struct {
 	buf  []byte
-	acc  uint64 // pending bits, right-aligned
+	acc  uint64 // pending bits, right-aligned; fewer than 32 between calls
 	nacc uint   // how many
 }
 
 func (w *bitWriter) write(v uint64, n uint) {
 	w.acc = w.acc<<n | v
 	w.nacc += n
-	for w.nacc >= 8 {
-		w.nacc -= 8
-		w.buf = append(w.buf, byte(w.acc>>w.nacc))
+	if w.nacc >= 32 {
+		w.nacc -= 32
+		w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(w.acc>>w.nacc))
 	}
 }
 
 // flush pads the last byte with zero bits and returns the buffer.
 func (w *bitWriter) flush() []byte {
+	for w.nacc >= 8 {
+		w.nacc -= 8
+		w.buf = append(w.buf, byte(w.acc>>w.nacc))
+	}
 	if w.nacc > 0 {
 		w.buf = append(w.buf, byte(w.acc<<(8-w.nacc)))
 		w.nacc = 0
@@ -199,7 +204,7 @@ func (w *bitWriter) flush() []byte {
 	return w.buf
 }
 
-// bitReader reads values of up to 57 bits, most significant bit first;
+// bitReader reads values of up to 32 bits, most significant bit first;
 // the caller never reads past the end.
 type bitReader struct {
 	buf  []byte
@@ -208,6 +213,11 @@ type bitReader struct {
 }
 
 func (r *bitReader) read(n uint) uint64 {
+	if r.nacc < n && len(r.buf) >= 4 {
+		r.acc = r.acc<<32 | uint64(binary.BigEndian.Uint32(r.buf))
+		r.buf = r.buf[4:]
+		r.nacc += 32
+	}
 	for r.nacc < n {
 		r.acc = r.acc<<8 | uint64(r.buf[0])
 		r.buf = r.buf[1:]

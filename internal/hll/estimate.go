@@ -98,7 +98,7 @@ func (s *Sketch) ClassicEstimate() (estimate float64, ok bool) {
 	nregs := len(s.regs)
 	sum, zeros := 0.0, 0
 	for _, v := range s.regs {
-		sum += math.Ldexp(1, -int(v))
+		sum += negPow2[v]
 		if v == 0 {
 			zeros++
 		}
@@ -114,6 +114,14 @@ func (s *Sketch) ClassicEstimate() (estimate float64, ok bool) {
 	}
 	return -twoToL * math.Log(1.0-raw/twoToL), true
 }
+
+// negPow2[v] is 2^-v, exactly the extension's 1.0 / (1L << v).
+var negPow2 = func() (t [256]float64) {
+	for v := range t {
+		t[v] = math.Ldexp(1, -v)
+	}
+	return t
+}()
 
 // alphaMM is the bias constant times m², as the extension computes it.
 func alphaMM(nregs int) float64 {
