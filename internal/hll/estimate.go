@@ -84,8 +84,10 @@ func tau(x float64) float64 {
 // s: the exact count for EMPTY and EXPLICIT sketches; for registers,
 // classic HyperLogLog (Flajolet et al. 2007) with linear counting while
 // the raw estimate is below 2.5·m and registers are still zero, and the
-// large-range correction for 2^(2^regwidth-2+log2m). ok is false for an
-// undefined sketch, where the extension returns NULL.
+// large-range correction for 2^(2^regwidth-2+log2m); NaN past linear
+// counting for regwidth 6 and 7, as the extension's overflowing shift
+// makes it. ok is false for an undefined sketch, where the extension
+// returns NULL.
 func (s *Sketch) ClassicEstimate() (estimate float64, ok bool) {
 	switch s.state {
 	case KindUndefined:
@@ -105,7 +107,11 @@ func (s *Sketch) ClassicEstimate() (estimate float64, ok bool) {
 	}
 	n := float64(nregs)
 	raw := alphaMM(nregs) / sum
-	twoToL := math.Ldexp(1, int(s.set.maxRegister())-1+s.set.Log2m)
+	// The extension computes 2^L as a 64-bit shift, 1ULL << L, which
+	// x86-64 and arm64 take modulo 64: with regwidth 6 or 7 (L >= 64) the
+	// cutoff is tiny and every raw estimate goes to the log of a negative
+	// number, NaN. Reproduced, since this is hll_cardinality's answer.
+	twoToL := math.Ldexp(1, (int(s.set.maxRegister())-1+s.set.Log2m)&63)
 	switch {
 	case zeros != 0 && raw < 5.0*n/2.0:
 		return n * math.Log(n/float64(zeros)), true
