@@ -1,0 +1,151 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/hll"
+	"github.com/counterd/counterd/internal/resp"
+)
+
+// Unique counts (change.Unique): PFADD and PFCOUNT. A key's
+// members are a keyspace of their own: GET of the key reads a counter.
+//
+// PFADD journals each member as its hash, one change each, in one journal
+// record, before it replies. Adding a member twice changes nothing, so a
+// PFADD that failed part way is safe to send again.
+
+// maxViewKeys bounds the keys whose sketch this daemon keeps to answer
+// PFADD's "changed": past it the view starts afresh, and a key it forgot
+// answers 1 once more, as a key new to this daemon does.
+const maxViewKeys = 10_000
+
+// uniqueView is this daemon's sketch of each key it added members to since
+// it started: PFADD's reply says whether it changed.
+type uniqueView struct {
+	mu    sync.Mutex
+	byKey map[string]*hll.Sketch
+}
+
+// add adds hashes to key's sketch and reports whether the key was new to
+// the view or its sketch changed.
+func (v *uniqueView) add(key string, hashes []uint64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	sk, ok := v.byKey[key]
+	if !ok {
+		if v.byKey == nil || len(v.byKey) >= maxViewKeys {
+			v.byKey = make(map[string]*hll.Sketch)
+		}
+		sk = hll.NewDefault()
+		v.byKey[key] = sk
+	}
+	changed := !ok
+	for _, h := range hashes {
+		changed = sk.Add(h) || changed
+	}
+	return changed
+}
+
+// views holds each Server's view (a Server has no field for it, so that
+// the kind stays in its own file).
+var views sync.Map // *Server -> *uniqueView
+
+func (s *Server) uniqueView() *uniqueView {
+	v, _ := views.LoadOrStore(s, &uniqueView{})
+	return v.(*uniqueView)
+}
+
+// pfadd answers PFADD key member [member ...]: 1 if this daemon's sketch of
+// the key changed or the key is new to it, else 0, once the members are
+// journaled.
+func (s *Server) pfadd(ctx context.Context, out []byte, args [][]byte) []byte {
+	if err := checkKey(args[1]); err != nil {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, err.Error())
+	}
+	key := string(args[1])
+	hashes := make([]uint64, len(args)-2)
+	items := make([]change.Change, len(hashes))
+	for i, m := range args[2:] {
+		hashes[i] = hll.Hash(m)
+		items[i] = change.Member(key, hashes[i])
+	}
+	if len(items) > 0 {
+		if msg := s.journalMembers(ctx, items); msg != "" {
+			return resp.AppendError(out, msg)
+		}
+	}
+	if s.uniqueView().add(key, hashes) {
+		return resp.AppendInt(out, 1)
+	}
+	return resp.AppendInt(out, 0)
+}
+
+// journalMembers accepts items as one group and waits for what the
+// acknowledgement mode promises; it returns the error reply, "" when all
+// were accepted.
+func (s *Server) journalMembers(ctx context.Context, items []change.Change) string {
+	errs := make([]error, len(items))
+	t, err := s.buf.AddGroup(items, errs)
+	if err == nil {
+		err = s.confirm(ctx, t)
+	}
+	if err != nil {
+		s.m.commandErrors.Inc()
+		return groupError(err)
+	}
+	for _, e := range errs {
+		if e != nil {
+			s.m.commandErrors.Inc()
+			return itemError(e) + " (members before it may be added; adding them again is harmless)"
+		}
+	}
+	return ""
+}
+
+// union returns the sketch of the union of keys' members: what the store
+// has with what this daemon holds.
+func (s *Server) union(ctx context.Context, keys []string) (*hll.Sketch, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	stored, held, err := s.buf.Members(ctx, change.Unique, keys)
+	if err != nil {
+		return nil, err
+	}
+	u := hll.NewDefault()
+	for i, b := range stored {
+		if b != nil {
+			sk, err := hll.Parse(b)
+			if err != nil {
+				return nil, fmt.Errorf("stored sketch of %q: %w", keys[i], err)
+			}
+			if err := u.Union(sk); err != nil {
+				return nil, fmt.Errorf("stored sketch of %q: %w", keys[i], err)
+			}
+		}
+		for _, h := range held[i] {
+			u.Add(uint64(h))
+		}
+	}
+	return u, nil
+}
+
+// pfcount answers PFCOUNT key [key ...]: the estimated number of distinct
+// members of the union of the keys (hll.Sketch.Estimate: exact while the
+// union holds at most 1,280 members).
+func (s *Server) pfcount(ctx context.Context, out []byte, args [][]byte) []byte {
+	keys, msg := keyNames(args[1:])
+	if msg != "" {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, msg)
+	}
+	u, err := s.union(ctx, keys)
+	if err != nil {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, "ERR read unique members: "+err.Error())
+	}
+	return resp.AppendInt(out, int64(u.Estimate()))
+}
