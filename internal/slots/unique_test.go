@@ -134,3 +134,27 @@ func TestUniques(t *testing.T) {
 		t.Fatalf("a after a round past the fold: got %v, %v; want 110", sk, err)
 	}
 }
+
+// A round of many changes to one key (4,500 members: ApplyOnce splits it
+// over parts by change count, and every change is in one lane) leaves a
+// part without changes; it still moves its lanes, and a replay of the
+// round is a no-op.
+func TestUniquesOneKeyManyMembers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := newStore(t, 4)
+	id := store.BatchID{Identity: store.Identity{Instance: "one"}, Seq: 1}
+	cs, want := members("k", 0, 4500)
+	mustApply(t, s, id, cs...)
+	if res, err := s.ApplyOnce(ctx, id, cs); err != nil || !res.Duplicate {
+		t.Fatalf("replayed round: got %+v, %v; want Duplicate", res, err)
+	}
+	got, err := s.ReadMembers(ctx, change.Unique, []string{"k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb, _ := want.MarshalBinary()
+	if !bytes.Equal(got[0], wb) {
+		t.Fatal("stored sketch differs from the Go sketch of the same members")
+	}
+}

@@ -274,6 +274,15 @@ func roundStatement(parts uint64, expiring bool) string {
 		b.WriteString(text)
 		names = append(names, w.inline.name)
 	}
+	if len(names) == 0 {
+		// A part whose lanes got no change only moves them: a round of
+		// many changes to few keys (a key's unique members) can leave a
+		// part of ApplyOnce empty.
+		b.WriteString(`
+SELECT 0, 0, (coalesce(cardinality($1::text[]), 0) - (SELECT count(*) FROM advanced))::int`)
+		q, _ := statements.LoadOrStore(key, b.String())
+		return q.(string)
+	}
 	from := names[0]
 	if len(names) > 1 {
 		b.WriteString(", all_written AS (\n    SELECT created FROM ")
