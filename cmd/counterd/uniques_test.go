@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/counterd/counterd/internal/pgtest"
+)
+
+// memberNames returns "m<from>" through "m<to-1>".
+func memberNames(from, to int) []any {
+	out := make([]any, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, fmt.Sprintf("m%d", i))
+	}
+	return out
+}
+
+// pfaddAll adds members in PFADDs of 500.
+func pfaddAll(t *testing.T, c *redis.Client, key string, members []any) {
+	t.Helper()
+	for i := 0; i < len(members); i += 500 {
+		if err := c.PFAdd(context.Background(), key, members[i:min(i+500, len(members))]...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func pfcount(t *testing.T, c *redis.Client, keys ...string) int64 {
+	t.Helper()
+	n, err := c.PFCount(context.Background(), keys...).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// sqlUniques is counter_uniques' estimate of key.
+func sqlUniques(t *testing.T, db *pgtest.DB, key string) float64 {
+	t.Helper()
+	var n float64
+	if err := db.Pool.QueryRow(context.Background(), `SELECT estimate FROM counter_uniques(ARRAY[$1])`, key).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// PFADD's replies, and PFCOUNT reading its own writes before they are
+// committed, exact below the explicit threshold and within the error
+// above it; the members of one set added through two daemons count as the
+// same members added through one.
+func TestUniquesAcrossDaemons(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d1 := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=1h")
+	d2 := startDaemon(t, db)
+	c1, c2 := client(t, d1.socket), client(t, d2.socket)
+	ctx := context.Background()
+	for _, step := range []struct {
+		members []any
+		want    int64
+	}{{[]any{"a", "b", "c"}, 1}, {[]any{"a"}, 0}, {[]any{"c", "b"}, 0}, {[]any{"d"}, 1}} {
+		if got := c1.PFAdd(ctx, "k", step.members...).Val(); got != step.want {
+			t.Fatalf("PFADD k %v: got %d; want %d", step.members, got, step.want)
+		}
+	}
+	if got := c1.PFAdd(ctx, "empty").Val(); got != 1 {
+		t.Fatalf("PFADD of a new key without members: got %d; want 1", got)
+	}
+	if got := c1.PFAdd(ctx, "empty").Val(); got != 0 {
+		t.Fatalf("PFADD of a known key without members: got %d; want 0", got)
+	}
+	if got := pfcount(t, c1, "k"); got != 4 {
+		t.Fatalf("PFCOUNT k, pending: got %d; want 4", got)
+	}
+	if got := pfcount(t, c2, "k"); got != 0 {
+		t.Fatalf("PFCOUNT k through the other daemon before a flush: got %d; want 0", got)
+	}
+	if got := pfcount(t, c1, "nothing", "empty"); got != 0 {
+		t.Fatalf("PFCOUNT of keys without members: got %d; want 0", got)
+	}
+
+	// 6,000 members: 0-3,999 through d1 (pending), 2,000-5,999 through d2
+	// (committed); "one" gets all 6,000 through d1.
+	pfaddAll(t, c1, "u", memberNames(0, 4000))
+	pfaddAll(t, c2, "u", memberNames(2000, 6000))
+	pfaddAll(t, c1, "one", memberNames(0, 6000))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(d2.log())
+		}
+	})
+	flush(t, d2.socket)
+	one, u := pfcount(t, c1, "one"), pfcount(t, c1, "u")
+	if one != u {
+		t.Fatalf("PFCOUNT of one stream %d, of the same members through two daemons %d; want equal", one, u)
+	}
+	if one < 6000*97/100 || one > 6000*103/100 {
+		t.Fatalf("PFCOUNT of 6,000 members: got %d; want within 3%%", one)
+	}
+	if got := pfcount(t, c1, "u", "k"); got < u || got > u+8 {
+		t.Fatalf("PFCOUNT u k: got %d; want about %d + 4", got, u)
+	}
+	flush(t, d1.socket)
+	if got := pfcount(t, c2, "u"); got != u {
+		t.Fatalf("PFCOUNT u through the other daemon once committed: got %d; want %d", got, u)
+	}
+	// In SQL the stored sketches of u and of one are the same value.
+	var same bool
+	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT sketch FROM counter_unique_sketch_text(ARRAY['u'])) =
+		(SELECT sketch FROM counter_unique_sketch_text(ARRAY['one']))`).Scan(&same); err != nil {
+		t.Fatal(err)
+	}
+	if !same {
+		t.Fatal("stored sketch of u differs from that of one")
+	}
+	if got := sqlUniques(t, db, "k"); got != 4 {
+		t.Fatalf("counter_uniques of k: got %v; want 4", got)
+	}
+}
+
+// kill -9 after acknowledged PFADDs whose round never committed: the
+// restarted daemon replays them, and the count is what was acknowledged.
+func TestUniquesKill9(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=1h", "COUNTERD_FSYNC=always")
+	c := client(t, d.socket)
+	pfaddAll(t, c, "small", memberNames(0, 700))
+	pfaddAll(t, c, "big", memberNames(0, 3000))
+	small, big := pfcount(t, c, "small"), pfcount(t, c, "big")
+	if small != 700 {
+		t.Fatalf("PFCOUNT small: got %d; want 700", small)
+	}
+	d.kill()
+	if got := sqlUniques(t, db, "small"); got != 0 {
+		t.Fatalf("before the replay: counter_uniques of small is %v; want 0 (its round never committed)", got)
+	}
+	d.restart()
+	c = client(t, d.socket)
+	if got := pfcount(t, c, "small"); got != small {
+		t.Fatalf("PFCOUNT small after kill -9 and restart: got %d; want %d", got, small)
+	}
+	flush(t, d.socket)
+	if got, gotBig := pfcount(t, c, "small"), pfcount(t, c, "big"); got != small || gotBig != big {
+		t.Fatalf("PFCOUNT after the replay committed: got %d, %d; want %d, %d", got, gotBig, small, big)
+	}
+	if got := sqlUniques(t, db, "small"); got != 700 {
+		t.Fatalf("counter_uniques of small after the replay: got %v; want 700", got)
+	}
+}
