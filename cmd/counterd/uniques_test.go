@@ -120,6 +120,34 @@ func TestUniquesAcrossDaemons(t *testing.T) {
 	if got := sqlUniques(t, db, "k"); got != 4 {
 		t.Fatalf("counter_uniques of k: got %v; want 4", got)
 	}
+
+	// PFMERGE: through the other daemon, into a key with members of its
+	// own; the stored result is hll_union of the stored sketches.
+	pfaddAll(t, c2, "dest", memberNames(10_000, 10_010))
+	if err := c2.PFMerge(ctx, "dest", "u", "k").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.PFMerge(ctx, "small", "k").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := pfcount(t, c2, "small"); got != 4 {
+		t.Fatalf("PFCOUNT of a merge of 4 members: got %d; want 4", got)
+	}
+	merged := pfcount(t, c2, "dest")
+	if want := pfcount(t, c2, "u", "k", "dest"); merged != want {
+		t.Fatalf("PFCOUNT dest after PFMERGE dest u k: got %d; want PFCOUNT u k dest, %d", merged, want)
+	}
+	flush(t, d2.socket)
+	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT sketch FROM counter_unique_sketch_text(ARRAY['dest'])) =
+		(SELECT public.hll_union_agg(sketch::public.hll)::text FROM counter_unique_sketch_text(ARRAY['u', 'k', 'dest']))`).Scan(&same); err != nil {
+		t.Fatal(err)
+	}
+	if !same {
+		t.Fatal("stored sketch of dest after PFMERGE differs from hll_union_agg of u, k and dest")
+	}
+	if got := pfcount(t, c1, "dest"); got != merged {
+		t.Fatalf("PFCOUNT dest through the first daemon: got %d; want %d", got, merged)
+	}
 }
 
 // kill -9 after acknowledged PFADDs whose round never committed: the

@@ -182,6 +182,11 @@ var commandTable = []*cmdSpec{
 		group: "hyperloglog", since: "2.8.9", complexity: "O(N) where N is the number of keys",
 		summary: "Returns the estimated number of distinct members of the union of the keys' sketches (exact up to 1,280), stored and pending.",
 		run:     onServer((*Server).pfcount), blocking: true, refusal: notInMulti("pfcount")},
+	{name: "pfmerge", arity: -2, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: -1, step: 1,
+		keyFlags: []string{"RW", "ACCESS", "INSERT"}, acl: []string{"@write", "@hyperloglog", "@slow"},
+		group: "hyperloglog", since: "2.8.9", complexity: "O(N) to merge N HyperLogLogs, but with high constant times.",
+		summary: "Adds the members of the source keys' sketches (stored and pending) to the destination key's; replies OK once journaled.",
+		run:     onServer((*Server).pfmerge), blocking: true, refusal: notInMulti("pfmerge")},
 }
 
 var writeKey = []string{"RW", "ACCESS", "UPDATE"}

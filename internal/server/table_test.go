@@ -130,7 +130,7 @@ func TestCommandFlags(t *testing.T) {
 	}{
 		{"fast path", pick(func(c *cmdSpec) bool { return c.fast != nil }), "incr decr incrby decrby take"},
 		{"blocking", pick(func(c *cmdSpec) bool { return c.blocking }),
-			"get mget count range top flush exec budget take next del set expire pexpire expireat pexpireat ttl pttl persist pfadd pfcount"},
+			"get mget count range top flush exec budget take next del set expire pexpire expireat pexpireat ttl pttl persist pfadd pfcount pfmerge"},
 		{"queued in MULTI", pick(func(c *cmdSpec) bool { return c.multi == multiQueued }),
 			"incr decr incrby decrby get mget count hot ping unwatch del set"},
 		// Of those, only these wait (at EXEC, which waits for them).

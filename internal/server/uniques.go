@@ -10,7 +10,7 @@ import (
 	"github.com/counterd/counterd/internal/resp"
 )
 
-// Unique counts (change.Unique): PFADD and PFCOUNT. A key's
+// Unique counts (change.Unique): PFADD, PFCOUNT and PFMERGE. A key's
 // members are a keyspace of their own: GET of the key reads a counter.
 //
 // PFADD journals each member as its hash, one change each, in one journal
@@ -148,4 +148,38 @@ func (s *Server) pfcount(ctx context.Context, out []byte, args [][]byte) []byte 
 		return resp.AppendError(out, "ERR read unique members: "+err.Error())
 	}
 	return resp.AppendInt(out, int64(u.Estimate()))
+}
+
+// pfmerge answers PFMERGE dest [src ...]: dest gets the members of every
+// source and keeps its own. The sources' union is read as PFCOUNT reads
+// it and journaled into dest as members (hll.Sketch.Members: the hashes
+// of an exact union, else one hash per register that sets it, plus hashes
+// that set none but make dest switch to registers), so dest's sketch
+// becomes exactly its union with the sources'.
+func (s *Server) pfmerge(ctx context.Context, out []byte, args [][]byte) []byte {
+	keys, msg := keyNames(args[1:])
+	if msg != "" {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, msg)
+	}
+	var hashes []uint64
+	if len(keys) > 1 {
+		u, err := s.union(ctx, keys[1:])
+		if err != nil {
+			s.m.commandErrors.Inc()
+			return resp.AppendError(out, "ERR read unique members: "+err.Error())
+		}
+		hashes = u.Members()
+	}
+	if len(hashes) > 0 {
+		items := make([]change.Change, len(hashes))
+		for i, h := range hashes {
+			items[i] = change.Member(keys[0], h)
+		}
+		if msg := s.journalMembers(ctx, items); msg != "" {
+			return resp.AppendError(out, msg)
+		}
+	}
+	s.uniqueView().add(keys[0], hashes)
+	return resp.AppendOK(out)
 }
