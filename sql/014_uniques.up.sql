@@ -5,8 +5,11 @@
 --
 -- The hll extension: used where it is installed, created if it is not.
 -- Creating it needs a superuser (it is not a trusted extension), so a
--- role without the right fails here with what to run. It goes into the
--- first schema of search_path, as CREATE EXTENSION does; wherever it is,
+-- role without the right fails here with what to run. It goes into schema
+-- public when the database has one (an extension is one per database, and
+-- in counterd's own schema it would go with that schema: a DROP SCHEMA
+-- ... CASCADE would take every other schema's sketch columns along), else
+-- into the first schema of search_path; wherever it is,
 -- its schema is put on this migration's search_path, and every function
 -- below runs with that path (SET search_path FROM CURRENT), so callers
 -- need not have the extension's schema on their own path.
@@ -19,7 +22,11 @@ BEGIN
     WHERE e.extname = 'hll';
     IF ext_schema IS NULL THEN
         BEGIN
-            CREATE EXTENSION hll;
+            IF EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = 'public') THEN
+                CREATE EXTENSION hll SCHEMA public;
+            ELSE
+                CREATE EXTENSION hll;
+            END IF;
         EXCEPTION
             WHEN insufficient_privilege THEN
                 RAISE EXCEPTION 'counterd needs the hll extension for unique counts, and this role may not create it: run CREATE EXTENSION hll; as a superuser in this database (Debian/Ubuntu package postgresql-15-hll), then start counterd again'
