@@ -176,7 +176,7 @@ var commandTable = []*cmdSpec{
 		keyFlags: []string{"RW", "INSERT"}, acl: []string{"@write", "@hyperloglog", "@fast"},
 		group: "hyperloglog", since: "2.8.9", complexity: "O(1) to add every element.",
 		summary: "Adds members to a key's HyperLogLog sketch once journaled; replies 1 if this daemon's sketch of the key changed or the key is new to it, else 0.",
-		run:     onServer((*Server).pfadd), blocking: true, refusal: notInMulti("pfadd")},
+		run:     onServer((*Server).pfadd), fast: (*session).pfaddFast, blocking: true, refusal: notInMulti("pfadd")},
 	{name: "pfcount", arity: -2, flags: []string{"readonly"}, firstKey: 1, lastKey: -1, step: 1,
 		keyFlags: []string{"RO"}, acl: []string{"@read", "@hyperloglog", "@slow"},
 		group: "hyperloglog", since: "2.8.9", complexity: "O(N) where N is the number of keys",

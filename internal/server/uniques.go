@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/hll"
@@ -49,13 +51,56 @@ func (v *uniqueView) add(key string, hashes []uint64) bool {
 	return changed
 }
 
+// add1 is add of one hash, for the fast path: it copies key only when it
+// keeps it.
+func (v *uniqueView) add1(key string, h uint64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if sk, ok := v.byKey[key]; ok {
+		return sk.Add(h)
+	}
+	if v.byKey == nil || len(v.byKey) >= maxViewKeys {
+		v.byKey = make(map[string]*hll.Sketch)
+	}
+	sk := hll.NewDefault()
+	sk.Add(h)
+	v.byKey[strings.Clone(key)] = sk
+	return true
+}
+
 // views holds each Server's view (a Server has no field for it, so that
 // the kind stays in its own file).
 var views sync.Map // *Server -> *uniqueView
 
 func (s *Server) uniqueView() *uniqueView {
+	if v, ok := views.Load(s); ok {
+		return v.(*uniqueView)
+	}
 	v, _ := views.LoadOrStore(s, &uniqueView{})
 	return v.(*uniqueView)
+}
+
+// pfaddFast adds PFADD key member, the common form, to the session's
+// group, as INCR's fast path does, so a pipeline's PFADDs and increments
+// are one journal append and no goroutine switch. The member is journaled
+// whatever the view says (a view is no proof that an earlier PFADD of it
+// was journaled: its group may have failed); its Delta carries the reply,
+// 2 for 1 and 1 for 0 (reply in group.go). Other forms are left to pfadd.
+func (c *session) pfaddFast(spec *cmdSpec, args [][]byte) bool {
+	if len(args) != 3 || checkKey(args[1]) != nil {
+		return false
+	}
+	h := hll.Hash(args[2])
+	// The key aliases the read buffer until the group ends: AddGroup
+	// copies it, and the view copies it when it keeps it.
+	key := unsafe.String(unsafe.SliceData(args[1]), len(args[1]))
+	ch := change.Member(key, h)
+	if c.s.uniqueView().add1(key, h) {
+		ch.Delta = 2
+	}
+	c.conn.lastCmd.Store(spec)
+	c.group = append(c.group, ch)
+	return true
 }
 
 // pfadd answers PFADD key member [member ...]: 1 if this daemon's sketch of
