@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/counterd/counterd/internal/hll"
 	"github.com/counterd/counterd/internal/pgtest"
 )
 
@@ -119,6 +122,23 @@ func TestUniquesAcrossDaemons(t *testing.T) {
 	}
 	if got := sqlUniques(t, db, "k"); got != 4 {
 		t.Fatalf("counter_uniques of k: got %v; want 4", got)
+	}
+	// hll_union_agg in SQL over the stored sketches is PFCOUNT's union.
+	var text string
+	if err := db.Pool.QueryRow(ctx, `SELECT public.hll_union_agg(sketch::public.hll)::text
+		FROM counter_unique_sketch_text(ARRAY['u', 'k'])`).Scan(&text); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := hex.DecodeString(strings.TrimPrefix(text, `\x`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, err := hll.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := int64(sk.Estimate()), pfcount(t, c2, "u", "k"); got != want {
+		t.Fatalf("estimate of hll_union_agg of u and k in SQL: %d; PFCOUNT u k: %d", got, want)
 	}
 
 	// PFMERGE: through the other daemon, into a key with members of its
