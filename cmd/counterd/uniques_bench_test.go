@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/csv"
 	"os"
 	"os/exec"
@@ -33,6 +34,14 @@ func BenchmarkUniques(b *testing.B) {
 	b.ReportMetric(pfadd, "pfadd/s")
 	b.ReportMetric(pfadd/incr, "pfadd/incr")
 	flush(b, d.socket)
+	// What PFADD left in PostgreSQL: sketch slot rows and their bytes.
+	var rows, bytes float64
+	if err := db.Pool.QueryRow(context.Background(), `SELECT count(*), pg_total_relation_size('counter_unique_slots')
+		FROM counter_unique_slots`).Scan(&rows, &bytes); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(rows, "sketch-rows")
+	b.ReportMetric(bytes/float64(n), "table-B/pfadd")
 	if _, err := exec.LookPath("redis-server"); err == nil {
 		sock := filepath.Join(shortDir(b), "r.sock")
 		srv := exec.Command("redis-server", "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no")
