@@ -20,9 +20,10 @@ import (
 // PFADD that failed part way is safe to send again.
 
 // maxViewKeys bounds the keys whose sketch this daemon keeps to answer
-// PFADD's "changed": past it the view starts afresh, and a key it forgot
-// answers 1 once more, as a key new to this daemon does.
-const maxViewKeys = 10_000
+// PFADD's "changed" (a sketch with registers takes 16 KiB, so at most
+// 64 MiB): past it the view starts afresh, and a key it forgot answers 1
+// once more, as a key new to this daemon does.
+const maxViewKeys = 4096
 
 // uniqueView is this daemon's sketch of each key it added members to since
 // it started: PFADD's reply says whether it changed.
@@ -31,53 +32,30 @@ type uniqueView struct {
 	byKey map[string]*hll.Sketch
 }
 
-// add adds hashes to key's sketch and reports whether the key was new to
-// the view or its sketch changed.
-func (v *uniqueView) add(key string, hashes []uint64) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	sk, ok := v.byKey[key]
-	if !ok {
-		if v.byKey == nil || len(v.byKey) >= maxViewKeys {
-			v.byKey = make(map[string]*hll.Sketch)
-		}
-		sk = hll.NewDefault()
-		v.byKey[key] = sk
-	}
-	changed := !ok
-	for _, h := range hashes {
-		changed = sk.Add(h) || changed
-	}
-	return changed
-}
-
-// add1 is add of one hash, for the fast path: it copies key only when it
-// keeps it.
-func (v *uniqueView) add1(key string, h uint64) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+// sketch returns key's sketch, made (with a copy of key) if the view has
+// none, and whether it was made. The caller holds v.mu.
+func (v *uniqueView) sketch(key string) (*hll.Sketch, bool) {
 	if sk, ok := v.byKey[key]; ok {
-		return sk.Add(h)
+		return sk, false
 	}
 	if v.byKey == nil || len(v.byKey) >= maxViewKeys {
 		v.byKey = make(map[string]*hll.Sketch)
 	}
 	sk := hll.NewDefault()
-	sk.Add(h)
 	v.byKey[strings.Clone(key)] = sk
-	return true
+	return sk, true
 }
 
-// views holds each Server's view (a Server has no field for it, so that
-// the kind stays in its own file).
-var views sync.Map // *Server -> *uniqueView
-
-func (s *Server) uniqueView() *uniqueView {
-	if v, ok := views.Load(s); ok {
-		return v.(*uniqueView)
+// add adds hashes to key's sketch and reports whether the key was new to
+// the view or its sketch changed.
+func (v *uniqueView) add(key string, hashes ...uint64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	sk, changed := v.sketch(key)
+	for _, h := range hashes {
+		changed = sk.Add(h) || changed
 	}
-	v, _ := views.LoadOrStore(s, &uniqueView{})
-	return v.(*uniqueView)
+	return changed
 }
 
 // pfaddFast adds PFADD key member, the common form, to the session's
@@ -95,7 +73,7 @@ func (c *session) pfaddFast(spec *cmdSpec, args [][]byte) bool {
 	// copies it, and the view copies it when it keeps it.
 	key := unsafe.String(unsafe.SliceData(args[1]), len(args[1]))
 	ch := change.Member(key, h)
-	if c.s.uniqueView().add1(key, h) {
+	if c.s.uniques.add(key, h) {
 		ch.Delta = 2
 	}
 	c.conn.lastCmd.Store(spec)
@@ -123,7 +101,7 @@ func (s *Server) pfadd(ctx context.Context, out []byte, args [][]byte) []byte {
 			return resp.AppendError(out, msg)
 		}
 	}
-	if s.uniqueView().add(key, hashes) {
+	if s.uniques.add(key, hashes...) {
 		return resp.AppendInt(out, 1)
 	}
 	return resp.AppendInt(out, 0)
@@ -225,6 +203,6 @@ func (s *Server) pfmerge(ctx context.Context, out []byte, args [][]byte) []byte 
 			return resp.AppendError(out, msg)
 		}
 	}
-	s.uniqueView().add(keys[0], hashes)
+	s.uniques.add(keys[0], hashes...)
 	return resp.AppendOK(out)
 }
