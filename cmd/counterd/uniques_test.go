@@ -179,6 +179,20 @@ func TestUniquesKill9(t *testing.T) {
 	c := client(t, d.socket)
 	pfaddAll(t, c, "small", memberNames(0, 700))
 	pfaddAll(t, c, "big", memberNames(0, 3000))
+	// PFADD key member, one member a call, pipelined (the fast path).
+	pipe := c.Pipeline()
+	for _, m := range memberNames(0, 300) {
+		pipe.PFAdd(context.Background(), "one", m)
+	}
+	cmds, err := pipe.Exec(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, cmd := range cmds {
+		if n, err := cmd.(*redis.IntCmd).Result(); err != nil || n != 1 {
+			t.Fatalf("pipelined PFADD %d: got %d, %v; want 1", i, n, err)
+		}
+	}
 	small, big := pfcount(t, c, "small"), pfcount(t, c, "big")
 	if small != 700 {
 		t.Fatalf("PFCOUNT small: got %d; want 700", small)
@@ -195,6 +209,9 @@ func TestUniquesKill9(t *testing.T) {
 	flush(t, d.socket)
 	if got, gotBig := pfcount(t, c, "small"), pfcount(t, c, "big"); got != small || gotBig != big {
 		t.Fatalf("PFCOUNT after the replay committed: got %d, %d; want %d, %d", got, gotBig, small, big)
+	}
+	if got := pfcount(t, c, "one"); got != 300 {
+		t.Fatalf("PFCOUNT of 300 pipelined single PFADDs after the replay: got %d; want 300", got)
 	}
 	if got := sqlUniques(t, db, "small"); got != 700 {
 		t.Fatalf("counter_uniques of small after the replay: got %v; want 700", got)
