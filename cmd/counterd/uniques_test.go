@@ -54,48 +54,25 @@ func sqlUniques(t *testing.T, db *pgtest.DB, key string) float64 {
 // PFADD's replies, and PFCOUNT reading its own writes before they are
 // committed, exact below the explicit threshold and within the error
 // above it; the members of one set added through two daemons count as the
-// same members added through one.
+// same members added through one; SQL's union is PFCOUNT's; PFMERGE.
 func TestUniquesAcrossDaemons(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
 	d1 := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=1h")
 	d2 := startDaemon(t, db)
 	c1, c2 := client(t, d1.socket), client(t, d2.socket)
-	ctx := context.Background()
-	for _, step := range []struct {
-		members []any
-		want    int64
-	}{{[]any{"a", "b", "c"}, 1}, {[]any{"a"}, 0}, {[]any{"c", "b"}, 0}, {[]any{"d"}, 1}} {
-		if got := c1.PFAdd(ctx, "k", step.members...).Val(); got != step.want {
-			t.Fatalf("PFADD k %v: got %d; want %d", step.members, got, step.want)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(d1.log(), d2.log())
 		}
-	}
-	if got := c1.PFAdd(ctx, "empty").Val(); got != 1 {
-		t.Fatalf("PFADD of a new key without members: got %d; want 1", got)
-	}
-	if got := c1.PFAdd(ctx, "empty").Val(); got != 0 {
-		t.Fatalf("PFADD of a known key without members: got %d; want 0", got)
-	}
-	if got := pfcount(t, c1, "k"); got != 4 {
-		t.Fatalf("PFCOUNT k, pending: got %d; want 4", got)
-	}
-	if got := pfcount(t, c2, "k"); got != 0 {
-		t.Fatalf("PFCOUNT k through the other daemon before a flush: got %d; want 0", got)
-	}
-	if got := pfcount(t, c1, "nothing", "empty"); got != 0 {
-		t.Fatalf("PFCOUNT of keys without members: got %d; want 0", got)
-	}
+	})
+	checkPFAddReplies(t, c1, c2)
 
 	// 6,000 members: 0-3,999 through d1 (pending), 2,000-5,999 through d2
 	// (committed); "one" gets all 6,000 through d1.
 	pfaddAll(t, c1, "u", memberNames(0, 4000))
 	pfaddAll(t, c2, "u", memberNames(2000, 6000))
 	pfaddAll(t, c1, "one", memberNames(0, 6000))
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(d2.log())
-		}
-	})
 	flush(t, d2.socket)
 	one, u := pfcount(t, c1, "one"), pfcount(t, c1, "u")
 	if one != u {
@@ -111,38 +88,52 @@ func TestUniquesAcrossDaemons(t *testing.T) {
 	if got := pfcount(t, c2, "u"); got != u {
 		t.Fatalf("PFCOUNT u through the other daemon once committed: got %d; want %d", got, u)
 	}
-	// In SQL the stored sketches of u and of one are the same value.
-	var same bool
-	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT sketch FROM counter_unique_sketch_text(ARRAY['u'])) =
-		(SELECT sketch FROM counter_unique_sketch_text(ARRAY['one']))`).Scan(&same); err != nil {
-		t.Fatal(err)
-	}
-	if !same {
+	if !sqlTrue(t, db, `SELECT (SELECT sketch FROM counter_unique_sketch_text(ARRAY['u'])) =
+		(SELECT sketch FROM counter_unique_sketch_text(ARRAY['one']))`) {
 		t.Fatal("stored sketch of u differs from that of one")
 	}
 	if got := sqlUniques(t, db, "k"); got != 4 {
 		t.Fatalf("counter_uniques of k: got %v; want 4", got)
 	}
 	// hll_union_agg in SQL over the stored sketches is PFCOUNT's union.
-	var text string
-	if err := db.Pool.QueryRow(ctx, `SELECT public.hll_union_agg(sketch::public.hll)::text
-		FROM counter_unique_sketch_text(ARRAY['u', 'k'])`).Scan(&text); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := hex.DecodeString(strings.TrimPrefix(text, `\x`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sk, err := hll.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := int64(sk.Estimate()), pfcount(t, c2, "u", "k"); got != want {
+	if got, want := int64(sqlUnion(t, db, "u", "k").Estimate()), pfcount(t, c2, "u", "k"); got != want {
 		t.Fatalf("estimate of hll_union_agg of u and k in SQL: %d; PFCOUNT u k: %d", got, want)
 	}
+	checkPFMerge(t, db, d2, c1, c2)
+}
 
-	// PFMERGE: through the other daemon, into a key with members of its
-	// own; the stored result is hll_union of the stored sketches.
+// checkPFAddReplies checks PFADD's replies on c1 and PFCOUNT reading
+// c1's pending members, which c2's daemon does not see.
+func checkPFAddReplies(t *testing.T, c1, c2 *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
+	for _, step := range []struct {
+		members []any
+		want    int64
+	}{{[]any{"a", "b", "c"}, 1}, {[]any{"a"}, 0}, {[]any{"c", "b"}, 0}, {[]any{"d"}, 1}, {nil, 0}} {
+		if got := c1.PFAdd(ctx, "k", step.members...).Val(); got != step.want {
+			t.Fatalf("PFADD k %v: got %d; want %d", step.members, got, step.want)
+		}
+	}
+	if got := c1.PFAdd(ctx, "empty").Val(); got != 1 {
+		t.Fatalf("PFADD of a new key without members: got %d; want 1", got)
+	}
+	if got := pfcount(t, c1, "k"); got != 4 {
+		t.Fatalf("PFCOUNT k, pending: got %d; want 4", got)
+	}
+	if got := pfcount(t, c2, "k"); got != 0 {
+		t.Fatalf("PFCOUNT k through the other daemon before a flush: got %d; want 0", got)
+	}
+	if got := pfcount(t, c1, "nothing", "empty"); got != 0 {
+		t.Fatalf("PFCOUNT of keys without members: got %d; want 0", got)
+	}
+}
+
+// checkPFMerge merges through c2 (daemon d2) into a key with members of
+// its own; the stored result is hll_union of the stored sketches.
+func checkPFMerge(t *testing.T, db *pgtest.DB, d2 *daemon, c1, c2 *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
 	pfaddAll(t, c2, "dest", memberNames(10_000, 10_010))
 	if err := c2.PFMerge(ctx, "dest", "u", "k").Err(); err != nil {
 		t.Fatal(err)
@@ -158,16 +149,42 @@ func TestUniquesAcrossDaemons(t *testing.T) {
 		t.Fatalf("PFCOUNT dest after PFMERGE dest u k: got %d; want PFCOUNT u k dest, %d", merged, want)
 	}
 	flush(t, d2.socket)
-	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT sketch FROM counter_unique_sketch_text(ARRAY['dest'])) =
-		(SELECT public.hll_union_agg(sketch::public.hll)::text FROM counter_unique_sketch_text(ARRAY['u', 'k', 'dest']))`).Scan(&same); err != nil {
-		t.Fatal(err)
-	}
-	if !same {
+	if !sqlTrue(t, db, `SELECT (SELECT sketch FROM counter_unique_sketch_text(ARRAY['dest'])) =
+		(SELECT public.hll_union_agg(sketch::public.hll)::text FROM counter_unique_sketch_text(ARRAY['u', 'k', 'dest']))`) {
 		t.Fatal("stored sketch of dest after PFMERGE differs from hll_union_agg of u, k and dest")
 	}
 	if got := pfcount(t, c1, "dest"); got != merged {
 		t.Fatalf("PFCOUNT dest through the first daemon: got %d; want %d", got, merged)
 	}
+}
+
+// sqlTrue runs query, which returns one boolean.
+func sqlTrue(t *testing.T, db *pgtest.DB, query string) bool {
+	t.Helper()
+	var ok bool
+	if err := db.Pool.QueryRow(context.Background(), query).Scan(&ok); err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// sqlUnion is hll_union_agg, in SQL, of the stored sketches of keys.
+func sqlUnion(t *testing.T, db *pgtest.DB, keys ...string) *hll.Sketch {
+	t.Helper()
+	var text string
+	if err := db.Pool.QueryRow(context.Background(), `SELECT public.hll_union_agg(sketch::public.hll)::text
+		FROM counter_unique_sketch_text($1)`, keys).Scan(&text); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := hex.DecodeString(strings.TrimPrefix(text, `\x`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, err := hll.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sk
 }
 
 // kill -9 after acknowledged PFADDs whose round never committed: the
