@@ -17,8 +17,8 @@ import "fmt"
 // shared path, not the exclusive one; nets held by two shards add. This
 // is the smallest widening: no field of Change, Net or the journal record
 // changes, and the journal's bytes for the other kinds are untouched. The
-// price is one cell per distinct member per round in memory and about 12
-// bytes per member in the journal, where a sketch would bound both by
+// price is one cell per distinct member per round in memory and, in the
+// journal, the key and about 12 bytes per member, where a sketch would bound both by
 // 12 KB per key; a round is short, so it stays small.
 const Unique Kind = 8
 
