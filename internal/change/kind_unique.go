@@ -18,8 +18,8 @@ import "fmt"
 // is the smallest widening: no field of Change, Net or the journal record
 // changes, and the journal's bytes for the other kinds are untouched. The
 // price is one cell per distinct member per round in memory and, in the
-// journal, the key and about 12 bytes per member, where a sketch would bound both by
-// 12 KB per key; a round is short, so it stays small.
+// journal, the key and about 12 bytes per member, where a sketch would
+// bound both by 12 KB per key; a round is short, so it stays small.
 const Unique Kind = 8
 
 func init() {
