@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/resp"
@@ -41,7 +42,7 @@ func (c *session) groupReplies(errs []error, err error) {
 			s.m.commandErrors.Inc()
 			c.out = resp.AppendError(c.out, itemError(errs[i]))
 		default:
-			c.out = resp.AppendInt(c.out, it.Delta)
+			c.out = resp.AppendInt(c.out, reply(it))
 		}
 	}
 	if err != nil {
@@ -49,6 +50,16 @@ func (c *session) groupReplies(errs []error, err error) {
 	}
 	clear(c.group) // drop references to the read buffer
 	c.group = c.group[:0]
+}
+
+// reply is an accepted item's reply: the amount added (INCR, TAKE), or,
+// for PFADD's member, 1 if this daemon's view of its key changed (Delta 2)
+// and 0 if not (Delta 1; see pfaddFast).
+func reply(it change.Change) int64 {
+	if it.Kind == change.Unique {
+		return it.Delta - 1
+	}
+	return it.Delta
 }
 
 // maxKeptGroup is the most increments an idle connection keeps room for:

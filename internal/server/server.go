@@ -88,6 +88,8 @@ type Server struct {
 	reg registry
 	// clock is the time expiries are set and read against; tests pin it.
 	clock func() time.Time
+	// uniques is this daemon's view of unique keys (uniques.go).
+	uniques uniqueView
 }
 
 // New returns a Server that counts into buf.

@@ -170,6 +170,23 @@ var commandTable = []*cmdSpec{
 		group: "generic", since: "2.2.0", complexity: "O(1)",
 		summary: "Removes a counter's expiry; replies 1, or 0 if it had none.",
 		run:     (*session).persist, blocking: true, refusal: notInMulti("persist")},
+
+	// Unique counts (uniques.go).
+	{name: "pfadd", arity: -2, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "INSERT"}, acl: []string{"@write", "@hyperloglog", "@fast"},
+		group: "hyperloglog", since: "2.8.9", complexity: "O(1) to add every element.",
+		summary: "Adds members to a key's HyperLogLog sketch once journaled; replies 1 if this daemon's sketch of the key changed or the key is new to it, else 0.",
+		run:     onServer((*Server).pfadd), fast: (*session).pfaddFast, blocking: true, refusal: notInMulti("pfadd")},
+	{name: "pfcount", arity: -2, flags: []string{"readonly"}, firstKey: 1, lastKey: -1, step: 1,
+		keyFlags: []string{"RO"}, acl: []string{"@read", "@hyperloglog", "@slow"},
+		group: "hyperloglog", since: "2.8.9", complexity: "O(N) where N is the number of keys",
+		summary: "Returns the estimated number of distinct members of the union of the keys' sketches (exact up to 1,280), stored and pending.",
+		run:     onServer((*Server).pfcount), blocking: true, refusal: notInMulti("pfcount")},
+	{name: "pfmerge", arity: -2, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: -1, step: 1,
+		keyFlags: []string{"RW", "ACCESS", "INSERT"}, acl: []string{"@write", "@hyperloglog", "@slow"},
+		group: "hyperloglog", since: "2.8.9", complexity: "O(N) to merge N HyperLogLogs, but with high constant times.",
+		summary: "Adds the members of the source keys' sketches (stored and pending) to the destination key's; replies OK once journaled.",
+		run:     onServer((*Server).pfmerge), blocking: true, refusal: notInMulti("pfmerge")},
 }
 
 var writeKey = []string{"RW", "ACCESS", "UPDATE"}

@@ -128,9 +128,9 @@ func TestCommandFlags(t *testing.T) {
 		got  string
 		want string
 	}{
-		{"fast path", pick(func(c *cmdSpec) bool { return c.fast != nil }), "incr decr incrby decrby take"},
+		{"fast path", pick(func(c *cmdSpec) bool { return c.fast != nil }), "incr decr incrby decrby take pfadd"},
 		{"blocking", pick(func(c *cmdSpec) bool { return c.blocking }),
-			"get mget count range top flush exec budget take next del set expire pexpire expireat pexpireat ttl pttl persist"},
+			"get mget count range top flush exec budget take next del set expire pexpire expireat pexpireat ttl pttl persist pfadd pfcount pfmerge"},
 		{"queued in MULTI", pick(func(c *cmdSpec) bool { return c.multi == multiQueued }),
 			"incr decr incrby decrby get mget count hot ping unwatch del set"},
 		// Of those, only these wait (at EXEC, which waits for them).
@@ -174,8 +174,8 @@ func checkFlags(t *testing.T, c *cmdSpec) {
 }
 
 // The fast path takes a well-formed call of exactly the commands the
-// table gives one (TAKE's needs budgets: cmd/counterd tests it), and
-// nothing else.
+// table gives one (TAKE's needs budgets: cmd/counterd tests it; PFADD's
+// takes one member only), and nothing else.
 func TestFastPath(t *testing.T) {
 	t.Parallel()
 	for _, spec := range commandTable {
@@ -186,6 +186,12 @@ func TestFastPath(t *testing.T) {
 			args[i] = []byte(strings.ToUpper(w))
 		}
 		want := spec.fast != nil && spec.name != "take"
+		if spec.name == "pfadd" { // its fast path takes only PFADD key member
+			want = false
+			if !c.fastPath([][]byte{[]byte("PFADD"), []byte("k"), []byte("m")}) {
+				t.Error("PFADD k m: fast path did not take it")
+			}
+		}
 		if got := c.fastPath(args); got != want {
 			t.Errorf("%q: fast path took it: %v; want %v", call, got, want)
 		}
@@ -208,6 +214,9 @@ var multiRefusals = map[string]string{
 	"ttl":       "ERR TTL is not supported inside MULTI: send it outside the transaction",
 	"pttl":      "ERR PTTL is not supported inside MULTI: send it outside the transaction",
 	"persist":   "ERR PERSIST is not supported inside MULTI: send it outside the transaction",
+	"pfadd":     "ERR PFADD is not supported inside MULTI: send it outside the transaction",
+	"pfcount":   "ERR PFCOUNT is not supported inside MULTI: send it outside the transaction",
+	"pfmerge":   "ERR PFMERGE is not supported inside MULTI: send it outside the transaction",
 	"echo":      "ERR Command not allowed inside a transaction",
 	"hello":     "ERR Command not allowed inside a transaction",
 	"auth":      "ERR Command not allowed inside a transaction",

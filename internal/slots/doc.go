@@ -25,6 +25,10 @@
 // in the same statement as its totals (kind_window.go), FoldBuckets
 // folds them and ExpireBuckets deletes those past their keep_until.
 //
+// Unique members (change.Unique, PFADD) are postgresql-hll sketches in
+// counter_unique_slots, one per key and slot, unioned with hll_union;
+// Fold unions them into counter_unique_sketches (kind_unique.go).
+//
 // Each kind of change is written by the Writer its family registers
 // (writer.go, kind_*.go): totals and windows as parts of one statement,
 // SET, EXPIRE, budget grants and any other kind by statements of their

@@ -1,0 +1,208 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/hll"
+	"github.com/counterd/counterd/internal/resp"
+)
+
+// Unique counts (change.Unique): PFADD, PFCOUNT and PFMERGE. A key's
+// members are a keyspace of their own: GET of the key reads a counter.
+//
+// PFADD journals each member as its hash, one change each, in one journal
+// record, before it replies. Adding a member twice changes nothing, so a
+// PFADD that failed part way is safe to send again.
+
+// maxViewKeys bounds the keys whose sketch this daemon keeps to answer
+// PFADD's "changed" (a sketch with registers takes 16 KiB, so at most
+// 64 MiB): past it the view starts afresh, and a key it forgot answers 1
+// once more, as a key new to this daemon does.
+const maxViewKeys = 4096
+
+// uniqueView is this daemon's sketch of each key it added members to since
+// it started: PFADD's reply says whether it changed.
+type uniqueView struct {
+	mu    sync.Mutex
+	byKey map[string]*hll.Sketch
+}
+
+// sketch returns key's sketch, made (with a copy of key) if the view has
+// none, and whether it was made. The caller holds v.mu.
+func (v *uniqueView) sketch(key string) (*hll.Sketch, bool) {
+	if sk, ok := v.byKey[key]; ok {
+		return sk, false
+	}
+	if v.byKey == nil || len(v.byKey) >= maxViewKeys {
+		v.byKey = make(map[string]*hll.Sketch)
+	}
+	sk := hll.NewDefault()
+	v.byKey[strings.Clone(key)] = sk
+	return sk, true
+}
+
+// add adds hashes to key's sketch and reports whether the key was new to
+// the view or its sketch changed.
+func (v *uniqueView) add(key string, hashes ...uint64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	sk, changed := v.sketch(key)
+	for _, h := range hashes {
+		changed = sk.Add(h) || changed
+	}
+	return changed
+}
+
+// pfaddFast adds PFADD key member, the common form, to the session's
+// group, as INCR's fast path does, so a pipeline's PFADDs and increments
+// are one journal append and no goroutine switch. The member is journaled
+// whatever the view says (a view is no proof that an earlier PFADD of it
+// was journaled: its group may have failed); its Delta carries the reply,
+// 2 for 1 and 1 for 0 (reply in group.go). Other forms are left to pfadd.
+func (c *session) pfaddFast(spec *cmdSpec, args [][]byte) bool {
+	if len(args) != 3 || checkKey(args[1]) != nil {
+		return false
+	}
+	h := hll.Hash(args[2])
+	// The key aliases the read buffer until the group ends: AddGroup
+	// copies it, and the view copies it when it keeps it.
+	key := unsafe.String(unsafe.SliceData(args[1]), len(args[1]))
+	ch := change.Member(key, h)
+	if c.s.uniques.add(key, h) {
+		ch.Delta = 2
+	}
+	c.conn.lastCmd.Store(spec)
+	c.group = append(c.group, ch)
+	return true
+}
+
+// pfadd answers PFADD key member [member ...]: 1 if this daemon's sketch of
+// the key changed or the key is new to it, else 0, once the members are
+// journaled.
+func (s *Server) pfadd(ctx context.Context, out []byte, args [][]byte) []byte {
+	if err := checkKey(args[1]); err != nil {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, err.Error())
+	}
+	key := string(args[1])
+	hashes := make([]uint64, len(args)-2)
+	items := make([]change.Change, len(hashes))
+	for i, m := range args[2:] {
+		hashes[i] = hll.Hash(m)
+		items[i] = change.Member(key, hashes[i])
+	}
+	if len(items) > 0 {
+		if msg := s.journalMembers(ctx, items); msg != "" {
+			return resp.AppendError(out, msg)
+		}
+	}
+	if s.uniques.add(key, hashes...) {
+		return resp.AppendInt(out, 1)
+	}
+	return resp.AppendInt(out, 0)
+}
+
+// journalMembers accepts items as one group and waits for what the
+// acknowledgement mode promises; it returns the error reply, "" when all
+// were accepted.
+func (s *Server) journalMembers(ctx context.Context, items []change.Change) string {
+	errs := make([]error, len(items))
+	t, err := s.buf.AddGroup(items, errs)
+	if err == nil {
+		err = s.confirm(ctx, t)
+	}
+	if err != nil {
+		s.m.commandErrors.Inc()
+		return groupError(err)
+	}
+	for _, e := range errs {
+		if e != nil {
+			s.m.commandErrors.Inc()
+			return itemError(e) + " (members before it may be added; adding them again is harmless)"
+		}
+	}
+	return ""
+}
+
+// union returns the sketch of the union of keys' members: what the store
+// has with what this daemon holds.
+func (s *Server) union(ctx context.Context, keys []string) (*hll.Sketch, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	stored, held, err := s.buf.Members(ctx, change.Unique, keys)
+	if err != nil {
+		return nil, err
+	}
+	u := hll.NewDefault()
+	for i, b := range stored {
+		if b != nil {
+			sk, err := hll.Parse(b)
+			if err != nil {
+				return nil, fmt.Errorf("stored sketch of %q: %w", keys[i], err)
+			}
+			if err := u.Union(sk); err != nil {
+				return nil, fmt.Errorf("stored sketch of %q: %w", keys[i], err)
+			}
+		}
+		for _, h := range held[i] {
+			u.Add(uint64(h))
+		}
+	}
+	return u, nil
+}
+
+// pfcount answers PFCOUNT key [key ...]: the estimated number of distinct
+// members of the union of the keys (hll.Sketch.Estimate: exact while the
+// union holds at most 1,280 members).
+func (s *Server) pfcount(ctx context.Context, out []byte, args [][]byte) []byte {
+	keys, msg := keyNames(args[1:])
+	if msg != "" {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, msg)
+	}
+	u, err := s.union(ctx, keys)
+	if err != nil {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, "ERR read unique members: "+err.Error())
+	}
+	return resp.AppendInt(out, int64(u.Estimate()))
+}
+
+// pfmerge answers PFMERGE dest [src ...]: dest gets the members of every
+// source and keeps its own. The sources' union is read as PFCOUNT reads
+// it and journaled into dest as members (hll.Sketch.Members: the hashes
+// of an exact union, else one hash per register that sets it, plus hashes
+// that set none but make dest switch to registers), so dest's sketch
+// becomes exactly its union with the sources'.
+func (s *Server) pfmerge(ctx context.Context, out []byte, args [][]byte) []byte {
+	keys, msg := keyNames(args[1:])
+	if msg != "" {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, msg)
+	}
+	var hashes []uint64
+	if len(keys) > 1 {
+		u, err := s.union(ctx, keys[1:])
+		if err != nil {
+			s.m.commandErrors.Inc()
+			return resp.AppendError(out, "ERR read unique members: "+err.Error())
+		}
+		hashes = u.Members()
+	}
+	if len(hashes) > 0 {
+		items := make([]change.Change, len(hashes))
+		for i, h := range hashes {
+			items[i] = change.Member(keys[0], h)
+		}
+		if msg := s.journalMembers(ctx, items); msg != "" {
+			return resp.AppendError(out, msg)
+		}
+	}
+	s.uniques.add(keys[0], hashes...)
+	return resp.AppendOK(out)
+}

@@ -1,0 +1,104 @@
+package slots
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/counterd/counterd/internal/change"
+)
+
+// Unique members (change.Unique) are written as postgresql-hll sketches
+// (sql/014_uniques.up.sql): a round's members of a key, one hash each,
+// become one sketch (hll_add_agg) unioned (hll_union) into one of the
+// key's slot rows, in the round's transaction after its lanes moved, so a
+// lane's members are written exactly once. Union is idempotent besides,
+// so a member written twice would not change the sketch; exactly once is
+// what keeps the slot rows from being rewritten for nothing on a replay.
+// The rollup folds slot rows into counter_unique_sketches (fold.go).
+func init() {
+	Register(Writer{Name: "uniques", Kinds: []change.Kind{change.Unique}, Order: 3, Exec: writeUniques})
+}
+
+// writeUniques writes a round's members, sorted by key: each key's go to
+// one random slot row.
+func writeUniques(ctx context.Context, r *Round, cs []change.Change) error {
+	keys := make([]string, len(cs))
+	slots := make([]int16, len(cs))
+	hashes := make([]int64, len(cs))
+	var slot int16
+	for i, c := range cs {
+		if i == 0 || c.Key != cs[i-1].Key {
+			slot = int16(rand.IntN(r.Slots))
+		}
+		keys[i], slots[i], hashes[i] = c.Key, slot, c.Bucket
+	}
+	var n int
+	if err := r.Tx.QueryRow(ctx, `SELECT counter_uniques_write($1, $2, $3)`, keys, slots, hashes).Scan(&n); err != nil {
+		return fmt.Errorf("write %d members: %w", len(cs), err)
+	}
+	r.Result.Updated += n
+	return nil
+}
+
+// ReadMembers returns each key's stored sketch of kind k (change.Unique)
+// in postgresql-hll's storage format, folded and not, unioned; nil for a
+// key without one.
+func (s *Store) ReadMembers(ctx context.Context, k change.Kind, keys []string) ([][]byte, error) {
+	if k != change.Unique {
+		return nil, fmt.Errorf("read members: the store keeps no members of kind %v", k)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT sketch FROM counter_unique_sketch_text($1)`, keys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([][]byte, 0, len(keys))
+	for rows.Next() {
+		var text *string
+		if err := rows.Scan(&text); err != nil {
+			return nil, err
+		}
+		if text == nil {
+			out = append(out, nil)
+			continue
+		}
+		b, err := hex.DecodeString(strings.TrimPrefix(*text, `\x`))
+		if err != nil {
+			return nil, fmt.Errorf("read members: sketch text %.20q: %w", *text, err)
+		}
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) != len(keys) {
+		return nil, fmt.Errorf("read members: %d sketches for %d keys", len(out), len(keys))
+	}
+	return out, nil
+}
+
+// uniqueFoldRows is how many sketch slot rows one fold statement takes.
+const uniqueFoldRows = 1000
+
+// maxUniqueFolds bounds the statements one Fold runs for sketches; what
+// is left waits for the next Fold.
+const maxUniqueFolds = 1000
+
+// foldUniques unions sketch slot rows into counter_unique_sketches
+// (counter_uniques_fold), a statement per uniqueFoldRows rows, until none
+// is left that no round holds.
+func (s *Store) foldUniques(ctx context.Context) error {
+	for range maxUniqueFolds {
+		var keys int
+		if err := s.pool.QueryRow(ctx, `SELECT counter_uniques_fold($1)`, uniqueFoldRows).Scan(&keys); err != nil {
+			return fmt.Errorf("fold sketches: %w", err)
+		}
+		if keys == 0 {
+			return nil
+		}
+	}
+	return nil
+}
