@@ -1,0 +1,110 @@
+package change
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+// Once is one view of INCRONCE key visitor window: it adds 1 to key's
+// total unless the visitor's last counted view of key is less than window
+// before this one. Whether it counts is decided by the store, in the
+// round's transaction, against the seen set in PostgreSQL, so a view
+// accepted here is not a count yet: no read folds it in (ReadBy is 0).
+//
+// Its fields are the record's own, so the journal format does not change:
+//
+//	Key    the counter's key, then the visitor's hash as 8 bytes, big
+//	       endian (VisitorHash): a view's cell is its (key, visitor)
+//	       pair and its accept time, so views of different visitors, or
+//	       of one visitor at different times, never net together;
+//	Bucket the accept time, in unix microseconds (PostgreSQL's
+//	       resolution): journaled, so a replayed round decides with the
+//	       time the live one would have;
+//	Delta  the window, in microseconds (> 0);
+//	Var    0.
+//
+// Two views of one visitor and key accepted in the same microsecond are
+// one cell: the first is kept, since the second could never count (it is
+// 0 after the first, less than any window).
+const Once Kind = 12
+
+// onceHashLen is the length of the visitor hash at the end of a Once
+// change's Key.
+const onceHashLen = 8
+
+// MaxOnceWindow bounds an INCRONCE window: about 100 years, far from
+// overflowing microseconds when added to an accept time.
+const MaxOnceWindow = 100 * 365 * 24 * time.Hour
+
+func init() {
+	Register(Once, Spec{
+		Name:  "once",
+		Merge: keepFirst,
+		Check: checkOnce,
+	})
+}
+
+// keepFirst keeps the first change netted into a cell.
+func keepFirst(n Net, ch Change) (Net, bool) {
+	if n.Kind != 0 {
+		return n, true
+	}
+	return NetOf(ch), true
+}
+
+func checkOnce(c Change) error {
+	switch {
+	case len(c.Key) <= onceHashLen:
+		return fmt.Errorf("once: key %q has no counter key before its visitor hash", c.Key)
+	case c.Bucket <= 0:
+		return fmt.Errorf("once: accept time %d is not a positive unix microsecond", c.Bucket)
+	case c.Delta <= 0 || c.Delta > MaxOnceWindow.Microseconds():
+		return fmt.Errorf("once: window of %d µs is not within 1 µs..%v", c.Delta, MaxOnceWindow)
+	case c.Var != 0:
+		return fmt.Errorf("once: variance %v; a view is exact", c.Var)
+	}
+	return nil
+}
+
+// VisitorHash is the 64 bits a visitor is known by: the first 8 bytes of
+// its SHA-256, as a signed integer (PostgreSQL's bigint). A stable,
+// unseeded hash, so every daemon, and every restart, hashes a visitor
+// alike; a cryptographic one, so nobody can pick a visitor name that
+// collides with someone else's and have their view skipped (a random
+// collision among n visitors of one key has probability about n²/2⁶⁵).
+// Its cost (about 0.3 µs for a short visitor) is small beside the
+// journal's.
+func VisitorHash(visitor []byte) int64 {
+	sum := sha256.Sum256(visitor)
+	return int64(binary.BigEndian.Uint64(sum[:onceHashLen]))
+}
+
+// OnceView returns the change of one INCRONCE view of key by the visitor
+// of hash vh, accepted at at, with window w.
+func OnceView(key string, vh int64, at time.Time, w time.Duration) Change {
+	b := make([]byte, 0, len(key)+onceHashLen)
+	b = append(b, key...)
+	b = binary.BigEndian.AppendUint64(b, uint64(vh))
+	return Change{Key: string(b), Kind: Once, Bucket: at.UnixMicro(), Delta: w.Microseconds()}
+}
+
+// View is a Once change's fields, decoded.
+type View struct {
+	Key     string
+	Visitor int64 // VisitorHash
+	At      int64 // accept time, unix microseconds
+	Window  int64 // microseconds
+}
+
+// OnceOf decodes a Once change (one that passed its check).
+func OnceOf(c Change) View {
+	cut := len(c.Key) - onceHashLen
+	return View{
+		Key:     c.Key[:cut],
+		Visitor: int64(binary.BigEndian.Uint64([]byte(c.Key[cut:]))),
+		At:      c.Bucket,
+		Window:  c.Delta,
+	}
+}
