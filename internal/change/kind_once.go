@@ -55,9 +55,9 @@ func keepFirst(n Net, ch Change) (Net, bool) {
 }
 
 func checkOnce(c Change) error {
+	// The key is not checked: a replay checks a record's fields without
+	// it (the journal does not copy keys to check them). OnceOf does.
 	switch {
-	case len(c.Key) <= onceHashLen:
-		return fmt.Errorf("once: key %q has no counter key before its visitor hash", c.Key)
 	case c.Bucket <= 0:
 		return fmt.Errorf("once: accept time %d is not a positive unix microsecond", c.Bucket)
 	case c.Delta <= 0 || c.Delta > MaxOnceWindow.Microseconds():
@@ -98,13 +98,17 @@ type View struct {
 	Window  int64 // microseconds
 }
 
-// OnceOf decodes a Once change (one that passed its check).
-func OnceOf(c Change) View {
+// OnceOf decodes a Once change; it reports false for one whose Key is
+// too short to hold a counter key and a visitor hash.
+func OnceOf(c Change) (View, bool) {
 	cut := len(c.Key) - onceHashLen
+	if cut <= 0 {
+		return View{}, false
+	}
 	return View{
 		Key:     c.Key[:cut],
 		Visitor: int64(binary.BigEndian.Uint64([]byte(c.Key[cut:]))),
 		At:      c.Bucket,
 		Window:  c.Delta,
-	}
+	}, true
 }

@@ -55,7 +55,10 @@ type seenPair struct {
 func writeOnce(ctx context.Context, r *Round, cs []change.Change) error {
 	views := make([]change.View, len(cs))
 	for i, c := range cs {
-		views[i] = change.OnceOf(c)
+		var ok bool
+		if views[i], ok = change.OnceOf(c); !ok {
+			return fmt.Errorf("once: key %q holds no counter key and visitor hash", c.Key)
+		}
 	}
 	slices.SortFunc(views, func(a, b change.View) int {
 		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Visitor, b.Visitor), cmp.Compare(a.At, b.At))
