@@ -25,6 +25,7 @@ var incronceSpec = &cmdSpec{
 	group: "counterd", since: "1.0.0", complexity: "O(1)",
 	summary: "Counts a view of a counter once per visitor per window (sliding from the visitor's last counted view); replies 1 once the view is accepted, counted at commit if new.",
 	run:     (*session).incronce, blocking: true,
+	refusal: "ERR INCRONCE is not supported inside MULTI: send it outside the transaction",
 }
 
 // incronce answers INCRONCE key visitor window.
