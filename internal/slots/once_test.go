@@ -129,3 +129,21 @@ func TestPruneSeen(t *testing.T) {
 		t.Fatalf("pruned %d, left %v; want 1 pruned, [recent] left", n, left)
 	}
 }
+
+// The visitor hash docs/sql.md computes in SQL is the one counterd
+// stores.
+func TestVisitorHashMatchesSQL(t *testing.T) {
+	t.Parallel()
+	_, db := newStore(t, 1)
+	for _, v := range []string{"user:7", "203.0.113.9", "ü", "a longer visitor id, with spaces"} {
+		var got int64
+		err := db.Pool.QueryRow(context.Background(),
+			`SELECT ('x' || left(encode(sha256(convert_to($1, 'UTF8')), 'hex'), 16))::bit(64)::bigint`, v).Scan(&got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := change.VisitorHash([]byte(v)); got != want {
+			t.Errorf("hash of %q: SQL %d; Go %d", v, got, want)
+		}
+	}
+}
