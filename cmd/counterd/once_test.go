@@ -104,3 +104,37 @@ func TestIncrOnceRefuses(t *testing.T) {
 		}
 	}
 }
+
+// With COUNTERD_WINDOWS covering the key, counted views land in the
+// buckets of their accept time too: COUNT key SINCE span counts
+// deduplicated views. A view replayed after a kill -9 by a daemon whose
+// clock is days later lands in the bucket it was accepted in.
+func TestIncrOnceWindows(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db, windowsEnv, "COUNTERD_TEST_CLOCK=2026-03-01T10:30:00Z", "COUNTERD_FLUSH_INTERVAL=1h")
+	c := client(t, d.socket)
+	for _, v := range []string{"u1", "u2", "u1", "u3", "u2"} {
+		incrOnce(t, d.socket, "post:9", v, "8h")
+	}
+	flush(t, d.socket)
+	if got := reply(t, c, "COUNT", "post:9", "SINCE", "24h"); got != "[3 exact 0]" {
+		t.Fatalf("COUNT post:9 SINCE 24h: got %s; want [3 exact 0]", got)
+	}
+	incrOnce(t, d.socket, "post:9", "u4", "8h")
+	d.kill()
+	for i, e := range d.env {
+		if strings.HasPrefix(e, "COUNTERD_TEST_CLOCK=") {
+			d.env[i] = "COUNTERD_TEST_CLOCK=2026-03-05T12:00:00Z"
+		}
+	}
+	d.restart()
+	flush(t, d.socket)
+	want := "post:9 day 2026-03-01T00:00:00Z=4\npost:9 hour 2026-03-01T10:00:00Z=4\n"
+	if got := storedBuckets(t, db.URL); !strings.HasPrefix(got, want) {
+		t.Fatalf("buckets:\n%s\nwant them to start with\n%s", got, want)
+	}
+	if got := total(t, db, "post:9"); got != 4 {
+		t.Fatalf("total %d; want 4", got)
+	}
+}

@@ -67,11 +67,11 @@ func writeOnce(ctx context.Context, r *Round, cs []change.Change) error {
 	if err != nil {
 		return err
 	}
-	counts := decide(views, pairs)
+	counted := decide(views, pairs)
 	if err := saveSeen(ctx, r.Tx, pairs); err != nil {
 		return err
 	}
-	return addCounts(ctx, r, counts)
+	return addCounts(ctx, r, counted)
 }
 
 // lockSeen locks (creating if need be) the seen rows of the pairs of
@@ -119,9 +119,9 @@ RETURNING s.key, s.visitor_hash, s.counted_at`
 
 // decide decides views (sorted) against pairs (their pairs, sorted, as
 // lockSeen returns them): it moves each pair's last counted view and
-// returns how many views counted per key.
-func decide(views []change.View, pairs []seenPair) map[string]int64 {
-	counts := make(map[string]int64)
+// returns the views that counted.
+func decide(views []change.View, pairs []seenPair) []change.View {
+	var counted []change.View
 	p := -1
 	for i, v := range views {
 		if i == 0 || v.Key != views[i-1].Key || v.Visitor != views[i-1].Visitor {
@@ -133,9 +133,9 @@ func decide(views []change.View, pairs []seenPair) map[string]int64 {
 			continue
 		}
 		pair.last, pair.window, pair.changed = &at, v.Window, true
-		counts[v.Key]++
+		counted = append(counted, v)
 	}
-	return counts
+	return counted
 }
 
 // saveSeen records the last counted view of each pair the round moved.
@@ -163,41 +163,85 @@ SET counted_at = u.at, keep_until = u.at + u.w * interval '1 microsecond'
 FROM unnest($1::text[], $2::bigint[], $3::timestamptz[], $4::bigint[]) AS u(k, v, at, w)
 WHERE s.key = u.k AND s.visitor_hash = u.v`
 
-// addCounts adds each key's count to its slot rows with the totals'
-// written CTE (with or without its expiry reset), as INCR's round
-// statement does; every lane of these changes is fresh already.
-func addCounts(ctx context.Context, r *Round, counts map[string]int64) error {
-	if len(counts) == 0 {
+// addCounts adds the counted views to their keys' slot rows with the
+// totals' written CTE (with or without its expiry reset), and to their
+// keys' time buckets (COUNTERD_WINDOWS) with the windows' CTE, as INCR's
+// round statement does; every lane of these changes is fresh already.
+func addCounts(ctx context.Context, r *Round, counted []change.View) error {
+	if len(counted) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
+	totals, buckets := onceChanges(r.store, counted)
+	b := newBatchArrays(len(totals))
+	for _, c := range totals {
+		b.add(c, r.Slots)
 	}
-	slices.Sort(keys)
-	b := newBatchArrays(len(keys))
-	for _, k := range keys {
-		b.add(change.Change{Key: k, Kind: change.Total, Delta: counts[k]}, r.Slots)
+	args := []any{nil, b.keys, b.deltas, b.vars, b.fallback, b.lanes}
+	if len(buckets) > 0 {
+		var bb bucketBatch
+		for _, c := range buckets {
+			bb.add(r.store, laneChange{Change: c, lane: 1})
+		}
+		args = append(args, bb.args()...)
 	}
 	expiring, err := r.store.anyExpiry(ctx)
 	if err != nil {
 		return err
 	}
 	var u, i int
-	err = r.Tx.QueryRow(ctx, onceTotals(expiring), nil, b.keys, b.deltas, b.vars, b.fallback, b.lanes).Scan(&u, &i)
-	if err != nil {
+	if err := r.Tx.QueryRow(ctx, onceTotals(expiring, len(buckets) > 0), args...).Scan(&u, &i); err != nil {
 		return fmt.Errorf("add counted views: %w", err)
 	}
 	r.Result.Updated, r.Result.Inserted = r.Result.Updated+u, r.Result.Inserted+i
 	return nil
 }
 
-// onceTotals is the totals' written CTE as a statement of its own: $1
-// (the lanes) is NULL, so it writes every change and fresh is never read.
-func onceTotals(expiring bool) string {
-	text, _ := numberArrays(totalsCTE(expiring), 2)
-	return `WITH fresh AS (SELECT NULL::boolean[] AS lanes), ` + text + `
-SELECT count(*) FILTER (WHERE NOT created)::int, count(*) FILTER (WHERE created)::int FROM written`
+// onceChanges nets counted views into increments of their keys' totals
+// and of their buckets of each width the key's windows have (at each
+// view's accept time), sorted by key.
+func onceChanges(s *Store, counted []change.View) (totals, buckets []change.Change) {
+	at := make(map[change.ID]int) // index in buckets
+	for i, v := range counted {
+		if i == 0 || v.Key != counted[i-1].Key {
+			totals = append(totals, change.Change{Key: v.Key, Kind: change.Total})
+		}
+		totals[len(totals)-1].Delta++
+		if s.retention == nil {
+			continue
+		}
+		for _, k := range []change.Kind{change.Minute, change.Hour, change.Day} {
+			if _, ok := s.retention(v.Key, k); !ok {
+				continue
+			}
+			w := int64(k.Width() / time.Second)
+			sec := time.UnixMicro(v.At).Unix()
+			id := change.ID{Key: v.Key, Kind: k, Bucket: sec - sec%w} // accept times are after 1970
+			j, ok := at[id]
+			if !ok {
+				j = len(buckets)
+				at[id] = j
+				buckets = append(buckets, change.Change{Key: id.Key, Kind: k, Bucket: id.Bucket})
+			}
+			buckets[j].Delta++
+		}
+	}
+	return totals, buckets
+}
+
+// onceTotals is the totals' written CTE, and with buckets the windows'
+// bucket_written, as a statement of its own: $1 (the lanes) is NULL, so
+// they write every change and fresh is never read.
+func onceTotals(expiring, buckets bool) string {
+	text, n := numberArrays(totalsCTE(expiring), 2)
+	q := `WITH fresh AS (SELECT NULL::boolean[] AS lanes), ` + text
+	from := "written"
+	if buckets {
+		more, _ := numberArrays(bucketsCTE, 2+n)
+		q += ", " + more
+		from = "(SELECT created FROM written UNION ALL SELECT created FROM bucket_written) AS w"
+	}
+	return q + `
+SELECT count(*) FILTER (WHERE NOT created)::int, count(*) FILTER (WHERE created)::int FROM ` + from
 }
 
 // PruneSeen deletes, in chunks of up to chunk rows, the seen entries
