@@ -193,6 +193,28 @@ func addCounts(ctx context.Context, r *Round, counted []change.View) error {
 		return fmt.Errorf("add counted views: %w", err)
 	}
 	r.Result.Updated, r.Result.Inserted = r.Result.Updated+u, r.Result.Inserted+i
+	return retainCounted(ctx, r, totals)
+}
+
+// retainCounted moves the idle expiry (COUNTERD_KEY_TTL) of the keys a
+// view counted for, as a write of their totals does (retain.go), after
+// the statement that reset those whose expiry passed.
+func retainCounted(ctx context.Context, r *Round, totals []change.Change) error {
+	if r.store.keyTTL == nil {
+		return nil
+	}
+	var keep []change.Change
+	for _, c := range totals {
+		if r.store.keyTTL(c.Key) > 0 {
+			keep = append(keep, c)
+		}
+	}
+	if len(keep) == 0 {
+		return nil
+	}
+	if err := retain(ctx, r, keep); err != nil {
+		return fmt.Errorf("key ttl of counted views: %w", err)
+	}
 	return nil
 }
 

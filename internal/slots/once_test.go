@@ -147,3 +147,22 @@ func TestVisitorHashMatchesSQL(t *testing.T) {
 		}
 	}
 }
+
+// A counted view renews its key's idle expiry (COUNTERD_KEY_TTL) as an
+// increment does; a view that does not count writes nothing to it.
+func TestOnceRenewsKeyTTL(t *testing.T) {
+	t.Parallel()
+	_, db := newStore(t, 4)
+	s, err := slots.New(db.Pool, slots.Options{Slots: 4, KeyTTL: func(string) time.Duration { return time.Hour }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, s, store.BatchID{Identity: store.Identity{Instance: "ttl"}, Seq: 1}, onceAt("p", "u1", 0))
+	var idle time.Duration
+	if err := db.Pool.QueryRow(context.Background(), `SELECT extract(epoch FROM idle)::bigint * 1000000000 FROM counter_expiry WHERE key = 'p'`).Scan(&idle); err != nil {
+		t.Fatalf("idle expiry of p: %v", err)
+	}
+	if idle != time.Hour {
+		t.Fatalf("idle expiry of p: %v; want 1h", idle)
+	}
+}
