@@ -15,43 +15,34 @@ import (
 //
 // Its fields are the record's own, so the journal format does not change:
 //
-//	Key    the counter's key, then the visitor's hash as 8 bytes, big
-//	       endian (VisitorHash): a view's cell is its (key, visitor)
-//	       pair and its accept time, so views of different visitors, or
-//	       of one visitor at different times, never net together;
+//	Key    the counter's key, then the visitor's hash (VisitorHash) and
+//	       the window in microseconds (1 µs..MaxOnceWindow), 8 bytes
+//	       each, big endian: a view's cell is its key, visitor, window
+//	       and accept time, so views of different visitors, or of one
+//	       visitor at different times, never net together;
 //	Bucket the accept time, in unix microseconds (PostgreSQL's
 //	       resolution): journaled, so a replayed round decides with the
 //	       time the live one would have;
-//	Delta  the window, in microseconds (> 0);
+//	Delta  how many views the cell holds (1 for each);
 //	Var    0.
 //
-// Two views of one visitor and key accepted in the same microsecond are
-// one cell: the first is kept, since the second could never count (it is
-// 0 after the first, less than any window).
+// The kind is additive, so it takes the accumulator's shared path, not
+// the exclusive one: views that share a cell (one visitor, key and window
+// in the same microsecond) add up, and are decided as one view, since
+// all but the first could never count (each is 0 after the first, less
+// than any window).
 const Once Kind = 12
 
-// onceHashLen is the length of the visitor hash at the end of a Once
-// change's Key.
-const onceHashLen = 8
+// onceSuffixLen is the length of the visitor hash and window at the end
+// of a Once change's Key.
+const onceSuffixLen = 16
 
 // MaxOnceWindow bounds an INCRONCE window: about 100 years, far from
 // overflowing microseconds when added to an accept time.
 const MaxOnceWindow = 100 * 365 * 24 * time.Hour
 
 func init() {
-	Register(Once, Spec{
-		Name:  "once",
-		Merge: keepFirst,
-		Check: checkOnce,
-	})
-}
-
-// keepFirst keeps the first change netted into a cell.
-func keepFirst(n Net, ch Change) (Net, bool) {
-	if n.Kind != 0 {
-		return n, true
-	}
-	return NetOf(ch), true
+	Register(Once, Spec{Name: "once", Check: checkOnce})
 }
 
 func checkOnce(c Change) error {
@@ -60,8 +51,8 @@ func checkOnce(c Change) error {
 	switch {
 	case c.Bucket <= 0:
 		return fmt.Errorf("once: accept time %d is not a positive unix microsecond", c.Bucket)
-	case c.Delta <= 0 || c.Delta > MaxOnceWindow.Microseconds():
-		return fmt.Errorf("once: window of %d µs is not within 1 µs..%v", c.Delta, MaxOnceWindow)
+	case c.Delta <= 0:
+		return fmt.Errorf("once: %d views; want at least 1", c.Delta)
 	case c.Var != 0:
 		return fmt.Errorf("once: variance %v; a view is exact", c.Var)
 	}
@@ -78,16 +69,17 @@ func checkOnce(c Change) error {
 // journal's.
 func VisitorHash(visitor []byte) int64 {
 	sum := sha256.Sum256(visitor)
-	return int64(binary.BigEndian.Uint64(sum[:onceHashLen]))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
 }
 
 // OnceView returns the change of one INCRONCE view of key by the visitor
 // of hash vh, accepted at at, with window w.
 func OnceView(key string, vh int64, at time.Time, w time.Duration) Change {
-	b := make([]byte, 0, len(key)+onceHashLen)
+	b := make([]byte, 0, len(key)+onceSuffixLen)
 	b = append(b, key...)
 	b = binary.BigEndian.AppendUint64(b, uint64(vh))
-	return Change{Key: string(b), Kind: Once, Bucket: at.UnixMicro(), Delta: w.Microseconds()}
+	b = binary.BigEndian.AppendUint64(b, uint64(w.Microseconds()))
+	return Change{Key: string(b), Kind: Once, Bucket: at.UnixMicro(), Delta: 1}
 }
 
 // View is a Once change's fields, decoded.
@@ -98,17 +90,22 @@ type View struct {
 	Window  int64 // microseconds
 }
 
-// OnceOf decodes a Once change; it reports false for one whose Key is
-// too short to hold a counter key and a visitor hash.
-func OnceOf(c Change) (View, bool) {
-	cut := len(c.Key) - onceHashLen
+// OnceOf decodes a Once change; it says what is wrong with one whose Key
+// does not hold a counter key, a visitor hash and a window.
+func OnceOf(c Change) (View, error) {
+	cut := len(c.Key) - onceSuffixLen
 	if cut <= 0 {
-		return View{}, false
+		return View{}, fmt.Errorf("once: key %q is too short to hold a key, a visitor hash and a window", c.Key)
 	}
-	return View{
+	suffix := []byte(c.Key[cut:])
+	v := View{
 		Key:     c.Key[:cut],
-		Visitor: int64(binary.BigEndian.Uint64([]byte(c.Key[cut:]))),
+		Visitor: int64(binary.BigEndian.Uint64(suffix)),
 		At:      c.Bucket,
-		Window:  c.Delta,
-	}, true
+		Window:  int64(binary.BigEndian.Uint64(suffix[8:])),
+	}
+	if v.Window <= 0 || v.Window > MaxOnceWindow.Microseconds() {
+		return View{}, fmt.Errorf("once: key %q: window of %d µs is not within 1 µs..%v", c.Key, v.Window, MaxOnceWindow)
+	}
+	return v, nil
 }

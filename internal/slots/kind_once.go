@@ -55,9 +55,9 @@ type seenPair struct {
 func writeOnce(ctx context.Context, r *Round, cs []change.Change) error {
 	views := make([]change.View, len(cs))
 	for i, c := range cs {
-		var ok bool
-		if views[i], ok = change.OnceOf(c); !ok {
-			return fmt.Errorf("once: key %q holds no counter key and visitor hash", c.Key)
+		var err error
+		if views[i], err = change.OnceOf(c); err != nil {
+			return err
 		}
 	}
 	slices.SortFunc(views, func(a, b change.View) int {

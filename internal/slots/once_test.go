@@ -17,6 +17,12 @@ func onceAt(key, visitor string, offset time.Duration) change.Change {
 	return change.OnceView(key, change.VisitorHash([]byte(visitor)), t0.Add(offset), 8*time.Hour)
 }
 
+// sameMicro is n views netted into c's cell.
+func sameMicro(c change.Change, n int64) change.Change {
+	c.Delta = n
+	return c
+}
+
 // INCRONCE's rule, round by round and within one round: repeats inside
 // the window count once, a view at the window counts again, and the
 // window slides from the last counted view only (a repeat at window-1s
@@ -46,6 +52,9 @@ func TestOnceDecides(t *testing.T) {
 		{"one round", []change.Change{
 			onceAt("p", "u1", 3*w), onceAt("p", "u1", w+time.Minute), onceAt("p", "u1", 2*w+time.Second),
 			onceAt("p", "u1", 2*w), onceAt("q", "u1", 2*w)}, 5},
+		// Three views of one visitor in one microsecond net to one cell
+		// of 3 views (the kind adds up): decided as one view.
+		{"one microsecond", []change.Change{sameMicro(onceAt("p", "u4", 0), 3)}, 6},
 	} {
 		apply(step.views...)
 		if got := total(t, db, "p"); got != step.want {
@@ -60,8 +69,8 @@ func TestOnceDecides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := total(t, db, "p"); got != 5 || !res.Duplicate {
-		t.Fatalf("replayed round: total %d (%+v); want 5, duplicate", got, res)
+	if got := total(t, db, "p"); got != 6 || !res.Duplicate {
+		t.Fatalf("replayed round: total %d (%+v); want 6, duplicate", got, res)
 	}
 }
 
