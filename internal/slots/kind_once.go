@@ -61,7 +61,8 @@ func writeOnce(ctx context.Context, r *Round, cs []change.Change) error {
 		}
 	}
 	slices.SortFunc(views, func(a, b change.View) int {
-		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Visitor, b.Visitor), cmp.Compare(a.At, b.At))
+		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Visitor, b.Visitor), cmp.Compare(a.At, b.At),
+			cmp.Compare(a.Window, b.Window)) // a total order: the same decisions whatever order the round came in
 	})
 	pairs, err := lockSeen(ctx, r.Tx, views)
 	if err != nil {
