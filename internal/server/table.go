@@ -20,6 +20,7 @@ var commandTable = []*cmdSpec{
 	counter("decr", 2, fixedDelta(-1), "Subtracts 1 from a counter; replies -1, the amount added."),
 	counter("incrby", 3, argDelta(1), "Adds n to a counter; replies n, the amount added."),
 	counter("decrby", 3, argDelta(-1), "Subtracts n from a counter; replies -n, the amount added."),
+	incronceSpec, // incronce.go
 	{name: "get", arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1,
 		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@read", "@string", "@fast"},
 		group: "string", since: "1.0.0", complexity: "O(1)",

@@ -130,7 +130,7 @@ func TestCommandFlags(t *testing.T) {
 	}{
 		{"fast path", pick(func(c *cmdSpec) bool { return c.fast != nil }), "incr decr incrby decrby take pfadd"},
 		{"blocking", pick(func(c *cmdSpec) bool { return c.blocking }),
-			"get mget count range top flush exec budget take next del set expire pexpire expireat pexpireat ttl pttl persist pfadd pfcount pfmerge"},
+			"incronce get mget count range top flush exec budget take next del set expire pexpire expireat pexpireat ttl pttl persist pfadd pfcount pfmerge"},
 		{"queued in MULTI", pick(func(c *cmdSpec) bool { return c.multi == multiQueued }),
 			"incr decr incrby decrby get mget count hot ping unwatch del set"},
 		// Of those, only these wait (at EXEC, which waits for them).
@@ -201,6 +201,7 @@ func TestFastPath(t *testing.T) {
 // multiRefusals are the errors of the commands refused inside MULTI,
 // word for word (the README quotes them).
 var multiRefusals = map[string]string{
+	"incronce":  "ERR INCRONCE is not supported inside MULTI: send it outside the transaction",
 	"range":     errWindowInMulti,
 	"top":       errWindowInMulti,
 	"flush":     "ERR FLUSH is not allowed inside MULTI: it waits on the database; send it after EXEC",

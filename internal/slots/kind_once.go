@@ -1,0 +1,299 @@
+package slots
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/counterd/counterd/internal/change"
+)
+
+// INCRONCE views in the store (change.Once).
+//
+// counter_seen holds, per key and visitor hash, the accept time of the
+// visitor's last counted view and when that entry may be pruned. A
+// round's views are decided in its transaction, after its lanes moved,
+// so only views of lanes this round is the first to write are decided
+// (a replayed round whose lanes committed decides nothing again):
+//
+//  1. lockSeen upserts a row for every (key, visitor) pair of the round,
+//     in sorted order, and returns what it held: the upsert locks a row
+//     that exists and creates one that does not, so two daemons deciding
+//     the same pair take turns, the second seeing what the first
+//     committed.
+//  2. Each pair's views are decided in accept-time order: a view counts
+//     if there is no last counted view or it is at least its window after
+//     it, and then becomes the last counted view. A view less than its
+//     window after the last counted one does not move it (the window
+//     slides from counted views only).
+//  3. saveSeen records each pair's last counted view, and the counts go
+//     into the keys' slot rows by the totals' own statement (kind_total.go),
+//     so they are written exactly as INCR's, expiry included.
+func init() {
+	Register(Writer{Name: "once", Kinds: []change.Kind{change.Once}, Order: -1, Exec: writeOnce})
+}
+
+// onceSlack is how long after an entry's window ends the rollup still
+// keeps it, so a view accepted by a daemon whose clock is behind the
+// database's by less than this is still decided against it.
+const onceSlack = time.Hour
+
+// seenPair is one (key, visitor) pair of a round, with what the seen set
+// says and what the round decided.
+type seenPair struct {
+	key     string
+	visitor int64
+	last    *time.Time // last counted view; nil for none
+	window  int64      // µs, of the last view counted this round
+	changed bool
+}
+
+func writeOnce(ctx context.Context, r *Round, cs []change.Change) error {
+	views := make([]change.View, len(cs))
+	for i, c := range cs {
+		var err error
+		if views[i], err = change.OnceOf(c); err != nil {
+			return err
+		}
+	}
+	slices.SortFunc(views, func(a, b change.View) int {
+		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Visitor, b.Visitor), cmp.Compare(a.At, b.At),
+			cmp.Compare(a.Window, b.Window)) // a total order: the same decisions whatever order the round came in
+	})
+	pairs, err := lockSeen(ctx, r.Tx, views)
+	if err != nil {
+		return err
+	}
+	counted := decide(views, pairs)
+	if err := saveSeen(ctx, r.Tx, pairs); err != nil {
+		return err
+	}
+	return addCounts(ctx, r, counted)
+}
+
+// lockSeen locks (creating if need be) the seen rows of the pairs of
+// views (sorted), and returns the pairs in the same order.
+func lockSeen(ctx context.Context, tx pgx.Tx, views []change.View) ([]seenPair, error) {
+	var keys []string
+	var visitors []int64
+	for i, v := range views {
+		if i == 0 || v.Key != views[i-1].Key || v.Visitor != views[i-1].Visitor {
+			keys, visitors = append(keys, v.Key), append(visitors, v.Visitor)
+		}
+	}
+	rows, err := tx.Query(ctx, lockSeenSQL, keys, visitors)
+	if err != nil {
+		return nil, fmt.Errorf("lock seen views: %w", err)
+	}
+	pairs := make([]seenPair, 0, len(keys))
+	for rows.Next() {
+		var p seenPair
+		if err := rows.Scan(&p.key, &p.visitor, &p.last); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("lock seen views: %w", err)
+		}
+		pairs = append(pairs, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("lock seen views: %w", err)
+	}
+	if len(pairs) != len(keys) {
+		return nil, fmt.Errorf("BUG: lock seen views: %d rows for %d pairs", len(pairs), len(keys))
+	}
+	return pairs, nil
+}
+
+// lockSeenSQL upserts the seen row of each pair in order ($1 and $2
+// sorted), returning the last counted time it held (NULL for a new row
+// or one never counted). The no-op update locks an existing row and
+// makes RETURNING show it.
+const lockSeenSQL = `
+INSERT INTO counter_seen AS s (key, visitor_hash)
+SELECT k, v FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS p(k, v, ord)
+ORDER BY ord
+ON CONFLICT (key, visitor_hash) DO UPDATE SET counted_at = s.counted_at
+RETURNING s.key, s.visitor_hash, s.counted_at`
+
+// decide decides views (sorted) against pairs (their pairs, sorted, as
+// lockSeen returns them): it moves each pair's last counted view and
+// returns the views that counted.
+func decide(views []change.View, pairs []seenPair) []change.View {
+	var counted []change.View
+	p := -1
+	for i, v := range views {
+		if i == 0 || v.Key != views[i-1].Key || v.Visitor != views[i-1].Visitor {
+			p++
+		}
+		pair := &pairs[p]
+		at := time.UnixMicro(v.At)
+		if pair.last != nil && at.Sub(*pair.last) < time.Duration(v.Window)*time.Microsecond {
+			continue
+		}
+		pair.last, pair.window, pair.changed = &at, v.Window, true
+		counted = append(counted, v)
+	}
+	return counted
+}
+
+// saveSeen records the last counted view of each pair the round moved.
+// A row lockSeen created is always among them: a pair with no counted
+// view counts its first.
+func saveSeen(ctx context.Context, tx pgx.Tx, pairs []seenPair) error {
+	var keys []string
+	var visitors, windows []int64
+	var ats []time.Time
+	for _, p := range pairs {
+		if p.changed {
+			keys, visitors = append(keys, p.key), append(visitors, p.visitor)
+			ats, windows = append(ats, *p.last), append(windows, p.window)
+		}
+	}
+	if _, err := tx.Exec(ctx, saveSeenSQL, keys, visitors, ats, windows); err != nil {
+		return fmt.Errorf("save seen views: %w", err)
+	}
+	return nil
+}
+
+const saveSeenSQL = `
+UPDATE counter_seen s
+SET counted_at = u.at, keep_until = u.at + u.w * interval '1 microsecond'
+FROM unnest($1::text[], $2::bigint[], $3::timestamptz[], $4::bigint[]) AS u(k, v, at, w)
+WHERE s.key = u.k AND s.visitor_hash = u.v`
+
+// addCounts adds the counted views to their keys' slot rows with the
+// totals' written CTE (with or without its expiry reset), and to their
+// keys' time buckets (COUNTERD_WINDOWS) with the windows' CTE, as INCR's
+// round statement does; every lane of these changes is fresh already.
+func addCounts(ctx context.Context, r *Round, counted []change.View) error {
+	if len(counted) == 0 {
+		return nil
+	}
+	totals, buckets := onceChanges(r.store, counted)
+	b := newBatchArrays(len(totals))
+	for _, c := range totals {
+		b.add(c, r.Slots)
+	}
+	args := []any{nil, b.keys, b.deltas, b.vars, b.fallback, b.lanes}
+	if len(buckets) > 0 {
+		var bb bucketBatch
+		for _, c := range buckets {
+			bb.add(r.store, laneChange{Change: c, lane: 1})
+		}
+		args = append(args, bb.args()...)
+	}
+	expiring, err := r.store.anyExpiry(ctx)
+	if err != nil {
+		return err
+	}
+	var u, i int
+	if err := r.Tx.QueryRow(ctx, onceTotals(expiring, len(buckets) > 0), args...).Scan(&u, &i); err != nil {
+		return fmt.Errorf("add counted views: %w", err)
+	}
+	r.Result.Updated, r.Result.Inserted = r.Result.Updated+u, r.Result.Inserted+i
+	return retainCounted(ctx, r, totals)
+}
+
+// retainCounted moves the idle expiry (COUNTERD_KEY_TTL) of the keys a
+// view counted for, as a write of their totals does (retain.go), after
+// the statement that reset those whose expiry passed.
+func retainCounted(ctx context.Context, r *Round, totals []change.Change) error {
+	if r.store.keyTTL == nil {
+		return nil
+	}
+	var keep []change.Change
+	for _, c := range totals {
+		if r.store.keyTTL(c.Key) > 0 {
+			keep = append(keep, c)
+		}
+	}
+	if len(keep) == 0 {
+		return nil
+	}
+	if err := retain(ctx, r, keep); err != nil {
+		return fmt.Errorf("key ttl of counted views: %w", err)
+	}
+	return nil
+}
+
+// onceChanges nets counted views into increments of their keys' totals
+// and of their buckets of each width the key's windows have (at each
+// view's accept time), sorted by key.
+func onceChanges(s *Store, counted []change.View) (totals, buckets []change.Change) {
+	at := make(map[change.ID]int) // index in buckets
+	for i, v := range counted {
+		if i == 0 || v.Key != counted[i-1].Key {
+			totals = append(totals, change.Change{Key: v.Key, Kind: change.Total})
+		}
+		totals[len(totals)-1].Delta++
+		if s.retention == nil {
+			continue
+		}
+		for _, k := range []change.Kind{change.Minute, change.Hour, change.Day} {
+			if _, ok := s.retention(v.Key, k); !ok {
+				continue
+			}
+			w := int64(k.Width() / time.Second)
+			sec := time.UnixMicro(v.At).Unix()
+			id := change.ID{Key: v.Key, Kind: k, Bucket: sec - sec%w} // accept times are after 1970
+			j, ok := at[id]
+			if !ok {
+				j = len(buckets)
+				at[id] = j
+				buckets = append(buckets, change.Change{Key: id.Key, Kind: k, Bucket: id.Bucket})
+			}
+			buckets[j].Delta++
+		}
+	}
+	return totals, buckets
+}
+
+// onceTotals is the totals' written CTE, and with buckets the windows'
+// bucket_written, as a statement of its own: $1 (the lanes) is NULL, so
+// they write every change and fresh is never read.
+func onceTotals(expiring, buckets bool) string {
+	text, n := numberArrays(totalsCTE(expiring), 2)
+	q := `WITH fresh AS (SELECT NULL::boolean[] AS lanes), ` + text
+	from := "written"
+	if buckets {
+		more, _ := numberArrays(bucketsCTE, 2+n)
+		q += ", " + more
+		from = "(SELECT created FROM written UNION ALL SELECT created FROM bucket_written) AS w"
+	}
+	return q + `
+SELECT count(*) FILTER (WHERE NOT created)::int, count(*) FILTER (WHERE created)::int FROM ` + from
+}
+
+// PruneSeen deletes, in chunks of up to chunk rows, the seen entries
+// whose window ended more than an hour (onceSlack) before now: a view
+// they could still stop is one accepted by a daemon whose clock is that
+// far behind. It returns how many it deleted.
+func (s *Store) PruneSeen(ctx context.Context, now time.Time, chunk int) (int64, error) {
+	if chunk <= 0 {
+		chunk = DefaultFoldChunk
+	}
+	var total int64
+	for {
+		tag, err := s.pool.Exec(ctx, pruneSeenSQL, now.Add(-onceSlack), chunk)
+		if err != nil {
+			return total, fmt.Errorf("prune seen views: %w", err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(chunk) {
+			return total, nil
+		}
+	}
+}
+
+// pruneSeenSQL deletes up to $2 entries that ended before $1, skipping
+// rows a round holds.
+const pruneSeenSQL = `
+DELETE FROM counter_seen WHERE (key, visitor_hash) IN (
+    SELECT key, visitor_hash FROM counter_seen
+    WHERE keep_until < $1
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)`
