@@ -4,7 +4,8 @@
 # to the URL of the project's throwaway server (scripts/pg.sh), starting
 # that server if it is not running. Exports VAR, and sets started_pg=1 when
 # it started the server, so the caller can stop it again. Then makes sure
-# the server offers the hll extension (ensure_hll).
+# the server offers the extensions counterd uses (ensure_extension): hll
+# for unique counts, plproxy for partitioned clusters.
 use_database() {
 	local var=$1 url
 	started_pg=0
@@ -14,27 +15,29 @@ use_database() {
 		printf -v "$var" '%s' "$url"
 	fi
 	export "${var?}"
-	ensure_hll "${!var}"
+	ensure_extension "${!var}" hll "the unique-count tests"
+	ensure_extension "${!var}" plproxy "the partition tests"
 }
 
-# ensure_hll URL: unique counts keep postgresql-hll sketches, so the server
-# at URL must offer the hll extension. When it does not and this is root
-# with apt-get, install postgresql-<major>-hll for the server's major
-# version, holding the installed server package at its version so apt
-# does not upgrade the server under a running cluster. Otherwise say what
-# is missing and go on (the tests that need it fail naming the package).
-ensure_hll() {
-	local url=$1 q major pkg pin=()
+# ensure_extension URL NAME WHO: make sure the server at URL offers
+# extension NAME (packaged by Debian as postgresql-<major>-NAME). When it
+# does not and this is root with apt-get, install the package for the
+# server's major version, holding the installed server package at its
+# version so apt does not upgrade the server under a running cluster.
+# Otherwise say what is missing and go on (WHO, the tests that need it,
+# fail naming the package).
+ensure_extension() {
+	local url=$1 name=$2 who=$3 q major pkg pin=()
 	if ! command -v psql >/dev/null; then
-		echo "database.sh: psql not found; cannot check for the hll extension" >&2
+		echo "database.sh: psql not found; cannot check for the $name extension" >&2
 		return 0
 	fi
-	q="select count(*) from pg_available_extensions where name = 'hll'"
+	q="select count(*) from pg_available_extensions where name = '$name'"
 	[[ $(psql -X -Atq -c "$q" "$url" 2>/dev/null) != 1 ]] || return 0
 	major=$(psql -X -Atq -c "select current_setting('server_version_num')::int / 10000" "$url") || return 0
-	pkg=postgresql-$major-hll
+	pkg=postgresql-$major-$name
 	if [[ ${EUID:-$(id -u)} -ne 0 ]] || ! command -v apt-get >/dev/null; then
-		echo "database.sh: the server has no hll extension; install $pkg" >&2
+		echo "database.sh: the server has no $name extension; install $pkg" >&2
 		return 0
 	fi
 	local v
@@ -45,5 +48,5 @@ ensure_hll() {
 	local -a apt=(apt-get install -y -q --no-install-recommends "$pkg" "${pin[@]}")
 	DEBIAN_FRONTEND=noninteractive "${apt[@]}" >&2 ||
 		{ apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive "${apt[@]}" >&2; } ||
-		echo "database.sh: could not install $pkg; the unique-count tests will fail" >&2
+		echo "database.sh: could not install $pkg; $who will fail" >&2
 }
