@@ -42,7 +42,7 @@ func (b *Buffer) Estimates(ctx context.Context, keys []string) ([]Estimate, erro
 	for i, key := range keys {
 		e := snap.Estimates[i]
 		r := change.Reading{N: e.Total, Wide: e.Wide, V: e.Var, Expires: e.Expires}
-		out[i] = estimate(key, foldHeld(r, mem[i], snap.Marks, store.LaneOf(key)))
+		out[i] = estimate(key, foldHeld(r, mem[i], snap.MarksOf(i), store.LaneOf(key)))
 	}
 	return out, nil
 }

@@ -133,9 +133,9 @@ func (b *Buffer) Top(ctx context.Context, prefix string, k change.Kind, buckets,
 	}
 	for i, key := range keys {
 		s := big.NewInt(snap.Keys[i])
-		lane := store.LaneOf(key)
+		lane, marks := store.LaneOf(key), snap.MarksOf(i)
 		for _, h := range mem[i] {
-			if h.id.Seq > snap.Marks[h.ident][lane] {
+			if h.id.Seq > marks[h.ident][lane] {
 				s.Add(s, big.NewInt(h.net.N))
 			}
 		}

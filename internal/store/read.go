@@ -22,6 +22,19 @@ type Estimate struct {
 type Snapshot struct {
 	Estimates []Estimate
 	Marks     []Marks
+	// KeyMarks, when not nil, holds each key's own Marks, for a store
+	// of partitions whose watermarks differ from one partition to the
+	// next (a key's rows and its lane's watermark are on one
+	// partition); Marks is then not used. MarksOf reads either.
+	KeyMarks [][]Marks
+}
+
+// MarksOf returns the watermarks that hold for the i-th key read.
+func (s *Snapshot) MarksOf(i int) []Marks {
+	if s.KeyMarks != nil {
+		return s.KeyMarks[i]
+	}
+	return s.Marks
 }
 
 // BucketValue is one bucket's stored count.
@@ -51,4 +64,14 @@ type TopSnapshot struct {
 	// Keys is the stored count of each key asked about, in order.
 	Keys  []int64
 	Marks []Marks
+	// KeyMarks is as Snapshot's, for each of Keys.
+	KeyMarks [][]Marks
+}
+
+// MarksOf returns the watermarks that hold for the i-th of Keys.
+func (s *TopSnapshot) MarksOf(i int) []Marks {
+	if s.KeyMarks != nil {
+		return s.KeyMarks[i]
+	}
+	return s.Marks
 }

@@ -62,6 +62,9 @@ func read(t *testing.T, s store.Store, keys []string, ids ...store.Identity) sto
 		t.Fatalf("Read(%q, %d identities): %d estimates, %d watermarks; want %d, %d",
 			keys, len(ids), len(snap.Estimates), len(snap.Marks), len(keys), len(ids))
 	}
+	if snap.KeyMarks != nil && len(snap.KeyMarks) != len(keys) {
+		t.Fatalf("Read(%q): watermarks of %d keys", keys, len(snap.KeyMarks))
+	}
 	return snap
 }
 

@@ -25,10 +25,10 @@ var readWithPending = []subtest{
 			t.Errorf("watermarks of an identity never written: %v; want 0", snap.Marks[1])
 		}
 		for i, key := range names {
-			got := snap.Estimates[i].Total + held(rounds, key, snap.Marks[0])
+			got := snap.Estimates[i].Total + held(rounds, key, snap.MarksOf(i)[0])
 			if want := wantPending(rounds, key); got != want {
 				t.Errorf("%s: stored %d plus held rounds above watermark %d = %d; want %d",
-					key, snap.Estimates[i].Total, snap.Marks[0][store.LaneOf(key)], got, want)
+					key, snap.Estimates[i].Total, snap.MarksOf(i)[0][store.LaneOf(key)], got, want)
 			}
 		}
 	}},
@@ -61,11 +61,11 @@ var readWithPending = []subtest{
 		}
 		for i, key := range names {
 			want := wantPending(rounds, key)
-			if got := snap.Keys[i] + held(rounds, key, snap.Marks[0]); got != want {
+			if got := snap.Keys[i] + held(rounds, key, snap.MarksOf(i)[0]); got != want {
 				t.Errorf("%s: stored %d plus held rounds above watermark %d = %d; want %d",
-					key, snap.Keys[i], snap.Marks[0][store.LaneOf(key)], got, want)
+					key, snap.Keys[i], snap.MarksOf(i)[0][store.LaneOf(key)], got, want)
 			}
-			if got := top[key] + held(rounds, key, snap.Marks[0]); got != want {
+			if got := top[key] + held(rounds, key, snap.MarksOf(i)[0]); got != want {
 				t.Errorf("%s in the top list: stored %d plus held rounds = %d; want %d", key, top[key], got, want)
 			}
 		}
@@ -114,9 +114,9 @@ var readWithPending = []subtest{
 				t.Fatal(err)
 			}
 			for i, key := range names {
-				if got, want := snap.Estimates[i].Total+held(rounds, key, snap.Marks[0]), wantPending(rounds, key); got != want {
+				if got, want := snap.Estimates[i].Total+held(rounds, key, snap.MarksOf(i)[0]), wantPending(rounds, key); got != want {
 					t.Fatalf("read %d, %s: stored %d plus held rounds above watermark %d = %d; want %d",
-						reads, key, snap.Estimates[i].Total, snap.Marks[0][store.LaneOf(key)], got, want)
+						reads, key, snap.Estimates[i].Total, snap.MarksOf(i)[0][store.LaneOf(key)], got, want)
 				}
 			}
 		}
