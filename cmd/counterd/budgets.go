@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/counterd/counterd/internal/budget"
 	"github.com/counterd/counterd/internal/change"
@@ -22,13 +21,12 @@ import (
 // replayed is the last round replayed from the journal (0: none): the
 // manager returns an earlier run's leases once it is committed, since
 // only then is every grant from them recorded.
-func newBudgets(cfg config.Counterd, log *slog.Logger, pool *pgxpool.Pool, jr *journal.Journal, buf *pending.Buffer, replayed uint64, own *ownership, set *metrics.Set) *budget.Manager {
-	st := budget.NewStore(pool)
-	var holder string
+func newBudgets(cfg config.Counterd, log *slog.Logger, db *backend, jr *journal.Journal, buf *pending.Buffer, replayed uint64, own *ownership, set *metrics.Set) *budget.Manager {
+	var holder, generation string
 	if jr != nil {
-		holder = jr.InstanceID()
-		st.Generation = jr.Generation()
+		holder, generation = jr.InstanceID(), jr.Generation()
 	}
+	st := db.budgets(generation)
 	record := func(c change.Change) (func(context.Context) error, error) {
 		items, errs := []change.Change{c}, []error{nil}
 		t, err := buf.AddGroup(items, errs)

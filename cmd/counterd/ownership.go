@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -19,16 +20,20 @@ import (
 
 // ownership binds the journal to its database and claims its instance
 // before the first round is written, then heartbeats until the daemon
-// stops. Without a journal there is nothing to own.
+// stops. Without a journal there is nothing to own. On a cluster the
+// instance is claimed on every partition, in partition order (so two
+// daemons on copies of one journal meet at partition 0), each claim
+// heartbeated on its own, and the journal is bound to partition 0's
+// installation.
 type ownership struct {
 	cfg    config.Counterd
 	log    *slog.Logger
-	pool   *pgxpool.Pool
+	pools  []*pgxpool.Pool
 	jr     *journal.Journal
 	rounds []pending.Recovered
 	fail   context.CancelCauseFunc // stops the daemon when fenced
 
-	owner   *owner.Owner  // set by claim, before claimed is closed
+	owners  []*owner.Owner // set by claim, before claimed is closed
 	claimed chan struct{} // closed once the instance is claimed
 	stopped context.CancelFunc
 	done    sync.WaitGroup
@@ -44,10 +49,10 @@ func permanent(err error) bool {
 // claim binds and claims (once; the flusher calls it until it succeeds).
 // ctx is the daemon's.
 func (o *ownership) claim(ctx context.Context) error {
-	if o.jr == nil || o.owner != nil {
+	if o.jr == nil || o.owners != nil {
 		return nil
 	}
-	cur, err := owner.Current(ctx, o.pool)
+	cur, err := owner.Current(ctx, o.pools[0])
 	if err != nil {
 		return err
 	}
@@ -59,21 +64,30 @@ func (o *ownership) claim(ctx context.Context) error {
 		o.log.Warn("journal moved to another database; it held no rounds to replay", "was", rebound.String(), "now", cur.String())
 	}
 	c := owner.ThisRun(o.jr.InstanceID(), o.jr.Generation(), o.adopted(), o.cfg.JournalDir, o.jr.DirID())
-	own, err := owner.Acquire(ctx, o.pool, c, o.cfg.OwnerTTL, o.log)
-	if err != nil {
-		return err
+	owners := make([]*owner.Owner, 0, len(o.pools))
+	for i, pool := range o.pools {
+		own, err := owner.Acquire(ctx, pool, c, o.cfg.OwnerTTL, o.log)
+		if err != nil {
+			if len(o.pools) > 1 {
+				err = fmt.Errorf("partition %d: %w", i, err)
+			}
+			return err
+		}
+		owners = append(owners, own)
 	}
 	o.log.Info("journal instance claimed", "instance", c.Instance, "generation", c.Generation, "replaying_generations", len(c.Adopted))
-	o.owner = own
+	o.owners = owners
 	close(o.claimed)
 	hctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	o.stopped = stop
-	o.done.Go(func() {
-		if err := own.Run(hctx); err != nil {
-			o.log.Error("stopping: this daemon no longer owns its journal instance", "err", err)
-			o.fail(err)
-		}
-	})
+	for _, own := range owners {
+		o.done.Go(func() {
+			if err := own.Run(hctx); err != nil {
+				o.log.Error("stopping: this daemon no longer owns its journal instance", "err", err)
+				o.fail(err)
+			}
+		})
+	}
 	return nil
 }
 
@@ -99,9 +113,16 @@ func (o *ownership) waitClaimed(ctx context.Context) error {
 }
 
 // elsewhere reports whether the instance was taken over from a daemon
-// that ran elsewhere and stopped heartbeating (owner.Owner.Elsewhere).
-// Call it after waitClaimed.
-func (o *ownership) elsewhere() bool { return o.owner.Elsewhere() }
+// that ran elsewhere and stopped heartbeating (owner.Owner.Elsewhere), on
+// any partition. Call it after waitClaimed.
+func (o *ownership) elsewhere() bool {
+	for _, own := range o.owners {
+		if own.Elsewhere() {
+			return true
+		}
+	}
+	return false
+}
 
 // stop ends the heartbeat.
 func (o *ownership) stop() {
@@ -115,12 +136,11 @@ func (o *ownership) stop() {
 // anywhere need not wait for the lease to run out.
 func (o *ownership) release() {
 	o.stop()
-	if o.owner == nil {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := o.owner.Release(ctx); err != nil {
-		o.log.Warn("journal instance not released; the next run elsewhere waits COUNTERD_OWNER_TTL for it", "err", err)
+	for _, own := range o.owners {
+		if err := own.Release(ctx); err != nil {
+			o.log.Warn("journal instance not released; the next run elsewhere waits COUNTERD_OWNER_TTL for it", "err", err)
+		}
 	}
 }

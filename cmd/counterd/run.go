@@ -73,7 +73,15 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		if err := database.Wait(ctx, pool, 10*time.Second); err != nil {
 			return err
 		}
-		return migrateUp(ctx, pool, log)
+		b, err := openBackend(ctx, cfg, pool, log)
+		if err != nil {
+			return err
+		}
+		defer b.close()
+		if err := b.wait(ctx, 10*time.Second); err != nil {
+			return err
+		}
+		return b.migrate(ctx, log)
 	}
 	return serve(ctx, cfg, log, pool)
 }
@@ -104,7 +112,12 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	if err != nil {
 		return err
 	}
-	st, err := slots.New(pool, rules.storeOptions(cfg))
+	b, err := openBackend(ctx, cfg, pool, log)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	st, err := b.store(rules.storeOptions(cfg))
 	if err != nil {
 		return err
 	}
@@ -126,9 +139,9 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	}
 
 	rounds := recoveredRounds(jr, recovered)
-	own := &ownership{cfg: cfg, log: log, pool: pool, jr: jr, rounds: rounds, fail: fail, claimed: make(chan struct{})}
+	own := &ownership{cfg: cfg, log: log, pools: b.pools(), jr: jr, rounds: rounds, fail: fail, claimed: make(chan struct{})}
 	defer own.stop()
-	prepare, err := prepareAtStart(ctx, pool, log, own)
+	prepare, err := prepareAtStart(ctx, b, log, own)
 	if err != nil {
 		return err
 	}
@@ -159,7 +172,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	buf := pending.New(st, opts)
 	hot := hotness.New(hotness.Options{HotRate: cfg.HotRate, Target: cfg.HotTarget, MaxN: cfg.HotMaxN})
 	defer hot.Close()
-	budgets := newBudgets(cfg, log, pool, jr, buf, lastSeq(rounds), own, set)
+	budgets := newBudgets(cfg, log, b, jr, buf, lastSeq(rounds), own, set)
 	srv := server.New(buf, server.Options{
 		Budgets:         budgets,
 		Timeout:         cfg.FlushTimeout,
@@ -183,7 +196,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		return fmt.Errorf("COUNTERD_SOCKET: %w", err)
 	}
 	defer ln.Close() // Serve closes it on shutdown; this covers early returns
-	if err := serveMetrics(ctx, cfg, set, readiness{buf: buf, pool: pool, jr: jr}.check, log); err != nil {
+	if err := serveMetrics(ctx, cfg, set, readiness{buf: buf, db: b, jr: jr}.check, log); err != nil {
 		ln.Close()
 		return err
 	}
@@ -255,14 +268,14 @@ func openJournal(cfg config.Counterd, log *slog.Logger, set *metrics.Set) (*jour
 // step lets the flusher do both when it can. Claiming waits for a live
 // owner's lease for up to COUNTERD_OWNER_TTL, so it is bounded by the
 // daemon's context (ctx), not a round's.
-func prepareAtStart(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, own *ownership) (func(context.Context) error, error) {
+func prepareAtStart(ctx context.Context, b *backend, log *slog.Logger, own *ownership) (func(context.Context) error, error) {
 	prepare := func(pctx context.Context) error {
-		if err := migrateUp(pctx, pool, log); err != nil {
+		if err := b.migrate(pctx, log); err != nil {
 			return err
 		}
 		return own.claim(ctx)
 	}
-	if err := database.Wait(ctx, pool, 2*time.Second); err != nil {
+	if err := b.wait(ctx, 2*time.Second); err != nil {
 		log.Warn("database unreachable at start; accepting increments into the journal until it answers", "err", err)
 		return prepare, nil
 	}
@@ -294,9 +307,9 @@ func serveMetrics(ctx context.Context, cfg config.Counterd, set *metrics.Set, re
 
 // readiness answers /readyz.
 type readiness struct {
-	buf  *pending.Buffer
-	pool *pgxpool.Pool
-	jr   *journal.Journal
+	buf *pending.Buffer
+	db  *backend
+	jr  *journal.Journal
 }
 
 // check fails while rounds fail or the database does not answer, saying
@@ -311,7 +324,7 @@ func (r readiness) check(ctx context.Context) (string, error) {
 		// No round has failed, but a round's first attempt may
 		// still be waiting on an unreachable database (and with
 		// nothing queued no round says anything): ask it.
-		if perr := r.pool.Ping(ctx); perr != nil {
+		if perr := r.db.ping(ctx); perr != nil {
 			err = fmt.Errorf("database unreachable: %w", perr)
 		}
 	}

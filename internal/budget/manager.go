@@ -51,7 +51,7 @@ type Options struct {
 
 // Manager owns this daemon's leases and NEXT ranges.
 type Manager struct {
-	st   *Store
+	st   Backend
 	opts Options
 
 	mu   sync.RWMutex
@@ -96,7 +96,7 @@ type lease struct {
 }
 
 // New returns a Manager. Run must run for leases to be used.
-func New(st *Store, opts Options) *Manager {
+func New(st Backend, opts Options) *Manager {
 	if opts.TTL <= 0 {
 		opts.TTL = 30 * time.Second
 	}

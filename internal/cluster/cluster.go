@@ -19,6 +19,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// ErrNotDeclared is a cluster name the proxy database has no PL/Proxy
+// server of.
+var ErrNotDeclared = errors.New("no PL/Proxy server of that name in the proxy database")
+
+// ErrBadDeclaration is a cluster whose partitions PL/Proxy would refuse.
+var ErrBadDeclaration = errors.New("the cluster's declaration is unusable")
+
 // Querier is what Discover needs of a connection to the proxy database.
 type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
@@ -40,14 +47,14 @@ SELECT s.srvoptions, coalesce(
   JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
  WHERE s.srvname = $1 AND w.fdwname = 'plproxy'`, name).Scan(&server, &mapping)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("cluster %q: no PL/Proxy server of that name in the proxy database (CREATE SERVER %s FOREIGN DATA WRAPPER plproxy OPTIONS (p0 '...', ...))", name, name)
+		return nil, fmt.Errorf("cluster %q: %w (CREATE SERVER %s FOREIGN DATA WRAPPER plproxy OPTIONS (p0 '...', ...))", name, ErrNotDeclared, name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: read its definition: %w", name, err)
 	}
 	parts, err := partitions(name, server)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrBadDeclaration, err)
 	}
 	auth, err := userOptions(mapping)
 	if err != nil {

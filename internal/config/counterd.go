@@ -79,7 +79,10 @@ type Counterd struct {
 
 	Slots      int `env:"COUNTERD_SLOTS" envDefault:"16" help:"slot rows one key may spread over"`
 	Writers    int `env:"COUNTERD_WRITERS" envDefault:"2" help:"most transactions one flush round is split into (one per 2,000 keys), written at once (1..16)"`
-	DBMaxConns int `env:"COUNTERD_DB_MAX_CONNS" envDefault:"8" help:"PostgreSQL connections in the pool"`
+	DBMaxConns int `env:"COUNTERD_DB_MAX_CONNS" envDefault:"8" help:"PostgreSQL connections in the pool (in each partition's pool with COUNTERD_CLUSTER)"`
+	// Cluster names a PL/Proxy cluster the operator declared in the
+	// DATABASE_URL database (docs/scaling.md).
+	Cluster string `env:"COUNTERD_CLUSTER" help:"PL/Proxy cluster to run on: a foreign server (CREATE SERVER name FOREIGN DATA WRAPPER plproxy) in the DATABASE_URL database; each key's rows go to partition hashtext(key) & (n-1); empty: DATABASE_URL alone"`
 	// 30s is far beyond any flush or read the daemon makes (a 10k-key
 	// round takes well under a second) yet ends a statement stuck on the
 	// server long before anyone would restart the daemon by hand.
@@ -197,7 +200,22 @@ func (c *Counterd) rules() []rule {
 		{"COUNTERD_SHUTDOWN_TIMEOUT", c.ShutdownTimeout <= 0, "must be positive"},
 		{"COUNTERD_STATEMENT_TIMEOUT", c.StatementTimeout < 0, "must not be negative"},
 		{"COUNTERD_LOCK_TIMEOUT", c.LockTimeout < 0, "must not be negative"},
+		{"COUNTERD_CLUSTER", c.Cluster != "" && !identifier(c.Cluster), fmt.Sprintf("%q is not a PL/Proxy cluster name (lower-case letters, digits and _, not starting with a digit)", c.Cluster)},
 	}
+}
+
+// identifier says name is a plain lower-case SQL identifier, as a
+// PL/Proxy cluster's name is written in CLUSTER 'name'.
+func identifier(name string) bool {
+	if len(name) == 0 || len(name) > 63 || (name[0] >= '0' && name[0] <= '9') {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // outside says v is not in lo..hi.
