@@ -34,7 +34,7 @@ type ownership struct {
 	fail   context.CancelCauseFunc // stops the daemon when fenced
 
 	owners  []*owner.Owner // set by claim, before claimed is closed
-	claimed chan struct{} // closed once the instance is claimed
+	claimed chan struct{}  // closed once the instance is claimed
 	stopped context.CancelFunc
 	done    sync.WaitGroup
 }
