@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/bits"
@@ -27,8 +28,21 @@ type Part interface {
 // own transactions, exactly once per partition and lane: a round applied
 // again after some partitions committed their part writes exactly the
 // parts that are missing. No transaction spans partitions.
+//
+// A partition that fails holds back only its own keys. The store
+// remembers, per partition, the first round whose part failed there (its
+// blocker) and, per round not yet written everywhere, which partitions
+// have its part. A later round skips a partition that has a blocker (so
+// each partition's rounds commit in order, as its lanes' watermarks
+// require) and is written everywhere else; ApplyOnce then wraps
+// store.ErrPartial, and applying the round again writes only the missing
+// parts. A restart forgets all this and replays the journal in order.
 type Store struct {
 	parts []Part
+
+	mu      sync.Mutex
+	blocker []*store.BatchID       // by partition: the first round not written there
+	wrote   map[store.BatchID]uint64 // partitions (bits) of partly written rounds that have their part
 }
 
 // New returns the store over parts, in partition order; their count must
@@ -37,7 +51,10 @@ func New(parts []Part) (*Store, error) {
 	if n := len(parts); n == 0 || bits.OnesCount(uint(n)) != 1 {
 		return nil, fmt.Errorf("a cluster has a power of two partitions, not %d", n)
 	}
-	return &Store{parts: parts}, nil
+	if len(parts) > 64 {
+		return nil, fmt.Errorf("a cluster has at most 64 partitions here, not %d", len(parts))
+	}
+	return &Store{parts: parts, blocker: make([]*store.BatchID, len(parts)), wrote: map[store.BatchID]uint64{}}, nil
 }
 
 // Parts returns how many partitions the cluster has.
@@ -60,6 +77,15 @@ func (e *PartError) Error() string {
 		msgs[i] = fmt.Sprintf("partition %d: %v", p, e.Failed[p])
 	}
 	return strings.Join(msgs, "; ")
+}
+
+// failed returns partition p's error, if it failed; e may be nil.
+func (e *PartError) failed(p int) (error, bool) {
+	if e == nil {
+		return nil, false
+	}
+	err, ok := e.Failed[p]
+	return err, ok
 }
 
 // Unwrap lets errors.Is see every partition's error (store.ErrFenced).
@@ -109,31 +135,126 @@ func (s *Store) all() []int {
 // ApplyOnce writes each partition's part of the batch, in the batch's
 // order, on every partition at once. Every partition is written, with an
 // empty part if none of the batch's keys is its, so every partition's
-// lanes record the round (a read of no key sees one set of watermarks).
-// The round is a duplicate when every partition had it.
+// lanes record the round (a read of no key sees one set of watermarks),
+// except partitions that already have this round's part or are behind on
+// an earlier round. The round is a duplicate when every partition had
+// it.
 func (s *Store) ApplyOnce(ctx context.Context, id store.BatchID, batch []change.Change) (store.ApplyResult, error) {
 	split := make([][]change.Change, len(s.parts))
 	for _, c := range batch {
 		p := s.partOf(c.Key)
 		split[p] = append(split[p], c)
 	}
+	todo, skipped := s.plan(id, split)
 	results := make([]store.ApplyResult, len(s.parts))
-	err := each(s.all(), func(p int) error {
+	err := each(todo, func(p int) error {
 		var err error
 		results[p], err = s.parts[p].ApplyOnce(ctx, id, split[p])
 		return err
 	})
-	out := store.ApplyResult{Duplicate: true}
-	for _, r := range results {
+	s.record(id, todo, skipped, split, err)
+	out := store.ApplyResult{Duplicate: len(todo) > 0}
+	for _, p := range todo {
+		r := results[p]
 		out.Updated += r.Updated
 		out.Inserted += r.Inserted
 		out.Attempts += r.Attempts
 		out.Duplicate = out.Duplicate && r.Duplicate
 	}
+	if err == nil && len(skipped) > 0 {
+		failed := make(map[int]error, len(skipped))
+		for _, p := range skipped {
+			failed[p] = fmt.Errorf("behind on round %d of %s", s.blockerOf(p).Seq, s.blockerOf(p).Instance)
+		}
+		err = &PartError{Failed: failed}
+	}
 	if err != nil {
-		return out, err
+		if errors.Is(err, store.ErrFenced) || len(todo) == 0 && len(skipped) == 0 {
+			return out, err
+		}
+		return out, fmt.Errorf("%w: %w", store.ErrPartial, err)
 	}
 	return out, nil
+}
+
+// plan returns the partitions round id is to be written on now, and
+// those skipped because they are behind on another round. A partition
+// behind with nothing of this round's is neither: it has nothing to wait
+// for.
+func (s *Store) plan(id store.BatchID, split [][]change.Change) (todo, skipped []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	have := s.wrote[id]
+	for p := range s.parts {
+		switch b := s.blocker[p]; {
+		case have&(1<<p) != 0:
+			// already written there
+		case b != nil && *b != id && len(split[p]) == 0:
+			// nothing to write, and nothing to keep in order
+		case b != nil && *b != id:
+			skipped = append(skipped, p)
+		default:
+			todo = append(todo, p)
+		}
+	}
+	return todo, skipped
+}
+
+// record notes which partitions of todo now have round id's part; a
+// partition left out of todo and skipped had nothing to write.
+func (s *Store) record(id store.BatchID, todo, skipped []int, split [][]change.Change, err error) {
+	var pe *PartError
+	errors.As(err, &pe)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	have := s.wrote[id]
+	for p := range s.parts {
+		if len(split[p]) == 0 && !slices.Contains(todo, p) && !slices.Contains(skipped, p) {
+			have |= 1 << p
+		}
+	}
+	for _, p := range todo {
+		if perr, failed := pe.failed(p); failed {
+			// A fenced round is never written: it blocks nothing.
+			if s.blocker[p] == nil && !errors.Is(perr, store.ErrFenced) {
+				b := id
+				s.blocker[p] = &b
+			}
+			continue
+		}
+		have |= 1 << p
+		if b := s.blocker[p]; b != nil && *b == id {
+			s.blocker[p] = nil
+		}
+	}
+	if have == 1<<len(s.parts)-1 {
+		delete(s.wrote, id)
+	} else {
+		s.wrote[id] = have
+	}
+}
+
+func (s *Store) blockerOf(p int) store.BatchID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b := s.blocker[p]; b != nil {
+		return *b
+	}
+	return store.BatchID{}
+}
+
+// Behind returns the partitions behind on a round, by partition: the
+// round they wait on. /readyz names them.
+func (s *Store) Behind() map[int]store.BatchID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[int]store.BatchID{}
+	for p, b := range s.blocker {
+		if b != nil {
+			out[p] = *b
+		}
+	}
+	return out
 }
 
 // partOf is key's partition.

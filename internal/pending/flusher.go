@@ -32,15 +32,17 @@ type Flusher struct {
 	committedKeys, burstKeys int
 	now                      func() time.Time
 
-	mu       sync.Mutex
-	rounds   []*round      // cut, not yet committed; oldest first
-	done     uint64        // every round up to this seq is committed
-	doneCh   chan struct{} // closed and replaced when done advances
-	failing  error         // the last write's error, nil once one succeeds
-	failedAt time.Time     // when the current run of failures began
-	kick     chan struct{}
-	stopped  chan struct{} // closed when Run stops for a permanent error
-	stopErr  error         // that error; set before stopped is closed
+	mu      sync.Mutex
+	rounds  []*round      // cut, not yet committed; oldest first
+	done    uint64        // every round up to this seq is committed
+	doneCh  chan struct{} // closed and replaced when done advances
+	failing error         // the last write's error, nil once one succeeds
+	// laterDone is the last round commitLater wrote out of order.
+	laterDone uint64
+	failedAt  time.Time // when the current run of failures began
+	kick      chan struct{}
+	stopped   chan struct{} // closed when Run stops for a permanent error
+	stopErr   error         // that error; set before stopped is closed
 
 	overflowed atomic.Int64 // keys with a stored total beyond int64
 
@@ -176,12 +178,83 @@ func (f *Flusher) flushAll(ctx context.Context, paced, timed bool) error {
 		}
 		f.m.flushErrors.Inc()
 		f.opts.Logger.Error("flush failed; will retry", "queued_rounds", f.QueuedRounds(), "attempt", attempt+1, "err", err)
+		wait := backoff(attempt)
+		partial := errors.Is(err, store.ErrPartial)
+		if partial {
+			// Some partitions are behind: the others go on committing,
+			// one round per interval.
+			f.commitLater(ctx)
+			wait = min(wait, f.pace.interval())
+		}
 		select {
 		case <-ctx.Done():
 			return err
-		case <-time.After(backoff(attempt)):
+		case <-time.After(wait):
+		}
+		if partial {
+			f.cutBehind()
 		}
 		attempt++
+	}
+}
+
+// maxBehindRounds bounds the rounds queued while some partitions are
+// behind: past it, changes accumulate into one round, as when the whole
+// store fails.
+const maxBehindRounds = 256
+
+// cutBehind cuts what accumulated while the oldest round is written on
+// some partitions only, so commitLater can write it on the others.
+func (f *Flusher) cutBehind() {
+	if f.QueuedRounds() >= maxBehindRounds {
+		return
+	}
+	cut, err := f.acc.Cut()
+	if err != nil {
+		f.opts.Logger.Error("cut round", "err", err)
+		return
+	}
+	if cut {
+		f.lastCut = f.now()
+		f.seal()
+	}
+}
+
+// commitLater writes every queued round after the oldest, in order, while
+// the oldest is written on some partitions only (store.ErrPartial): the
+// store writes each on the partitions that are not behind. A round now
+// written everywhere leaves the queue and the journal; the watermark of
+// committed rounds (done) moves only with the oldest.
+func (f *Flusher) commitLater(ctx context.Context) {
+	queued := f.queued()
+	for i := 1; i < len(queued); i++ {
+		r := queued[i]
+		batch := r.batch()
+		r.attempts++
+		wctx, cancel := context.WithTimeout(ctx, f.opts.RoundTimeout)
+		res, err := f.store.ApplyOnce(wctx, r.id, batch)
+		cancel()
+		if err != nil {
+			if !errors.Is(err, store.ErrPartial) {
+				return
+			}
+			continue
+		}
+		f.mu.Lock()
+		f.rounds = slices.DeleteFunc(slices.Clone(f.rounds), func(q *round) bool { return q == r })
+		f.mu.Unlock()
+		f.m.flushes.Inc()
+		if !res.Duplicate {
+			f.m.keysWritten.Add(len(batch))
+		}
+		// Its segments are those after the round before it, which stays
+		// queued.
+		for seq := queued[i-1].id.Seq + 1; seq <= r.id.Seq; seq++ {
+			f.removeSegment(seq)
+		}
+		f.mu.Lock()
+		f.laterDone = max(f.laterDone, r.id.Seq)
+		f.mu.Unlock()
 	}
 }
 
@@ -246,6 +319,14 @@ func (f *Flusher) commitOldest(ctx context.Context) error {
 		f.rounds = slices.Clone(rest)
 	}
 	from := f.done + 1
+	// Rounds after this one that commitLater wrote are committed too: up
+	// to the next round queued, or all of them.
+	upTo := r.id.Seq
+	if len(f.rounds) > 0 {
+		upTo = max(upTo, f.rounds[0].id.Seq-1)
+	} else {
+		upTo = max(upTo, f.laterDone)
+	}
 	f.mu.Unlock()
 
 	f.m.flushes.Inc()
@@ -261,7 +342,7 @@ func (f *Flusher) commitOldest(ctx context.Context) error {
 	for seq := from; seq <= r.id.Seq; seq++ {
 		f.removeSegment(seq)
 	}
-	f.advance(r.id.Seq)
+	f.advance(upTo)
 	f.committedKeys = len(batch)
 	return nil
 }

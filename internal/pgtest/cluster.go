@@ -40,6 +40,8 @@ func NewCluster(tb testing.TB, n int, opts Options) *Cluster {
 		base = URL(tb)
 	}
 	c := &Cluster{Proxy: New(tb, Options{NoMigrate: true, URL: base, MaxConns: opts.MaxConns})}
+	// The partitions are dropped after the proxy's server (cleanups run
+	// last first), so PL/Proxy's connections to them are gone by then.
 	c.Name = "cl_" + strings.TrimPrefix(c.Proxy.Schema, "t_")
 	cfg, err := pgconn.ParseConfig(base)
 	if err != nil {
@@ -47,10 +49,18 @@ func NewCluster(tb testing.TB, n int, opts Options) *Cluster {
 	}
 	parts := make([]string, n)
 	for i := range n {
-		p := New(tb, opts)
+		popts, pcfg := opts, cfg
+		popts.PartURLs = nil
+		if i < len(opts.PartURLs) && opts.PartURLs[i] != "" {
+			popts.URL = opts.PartURLs[i]
+			if pcfg, err = pgconn.ParseConfig(popts.URL); err != nil {
+				tb.Fatalf("parse partition %d's URL: %v", i, err)
+			}
+		}
+		p := New(tb, popts)
 		c.Parts = append(c.Parts, p)
 		parts[i] = fmt.Sprintf("p%d %s", i, quoteLiteral(fmt.Sprintf("host=%s port=%d dbname=%s options='-csearch_path=%s'",
-			cfg.Host, cfg.Port, cfg.Database, p.Schema)))
+			pcfg.Host, pcfg.Port, pcfg.Database, p.Schema)))
 	}
 	admin, err := pgx.Connect(ctx, base)
 	if err != nil {

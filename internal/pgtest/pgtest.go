@@ -54,6 +54,10 @@ type Options struct {
 	// URL is the server to use instead of TEST_DATABASE_URL (for
 	// example a Server's URL).
 	URL string
+	// PartURLs, for NewCluster, are the servers of partitions by
+	// partition (a Server's URL, to take one partition down); a missing
+	// or empty one is URL's.
+	PartURLs []string
 }
 
 // New creates an empty schema, migrates it up (unless opts.NoMigrate) and

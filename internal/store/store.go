@@ -37,6 +37,14 @@ type Store interface {
 // key concerned.
 var ErrOverflow = errors.New("total is beyond int64")
 
+// ErrPartial is wrapped by ApplyOnce when a store of partitions wrote the
+// round on some partitions and not on others (a partition down, or behind
+// on an earlier round). Applying the round again writes what is missing;
+// meanwhile later rounds may be applied too, and are written on the
+// partitions that are not behind: a store that returns it keeps each
+// partition's rounds in order itself.
+var ErrPartial = errors.New("round written on some partitions only")
+
 // ErrFenced is wrapped by ApplyOnce when the round's instance belongs to
 // another daemon now: this one must stop writing it.
 var ErrFenced = errors.New("instance taken over by another daemon")
