@@ -50,12 +50,18 @@ func (s *Store) ReadMembers(ctx context.Context, k change.Kind, keys []string) (
 	if k != change.Unique {
 		return nil, fmt.Errorf("read members: the store keeps no members of kind %v", k)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT sketch FROM counter_unique_sketch_text($1)`, keys)
+	return s.readSketches(ctx, `SELECT sketch FROM counter_unique_sketch_text($1)`, len(keys), keys)
+}
+
+// readSketches runs query, which returns want rows of one column, a
+// sketch in hll's text form or NULL, and returns their bytes.
+func (s *Store) readSketches(ctx context.Context, query string, want int, args ...any) ([][]byte, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := make([][]byte, 0, len(keys))
+	out := make([][]byte, 0, want)
 	for rows.Next() {
 		var text *string
 		if err := rows.Scan(&text); err != nil {
@@ -74,8 +80,8 @@ func (s *Store) ReadMembers(ctx context.Context, k change.Kind, keys []string) (
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if len(out) != len(keys) {
-		return nil, fmt.Errorf("read members: %d sketches for %d keys", len(out), len(keys))
+	if len(out) != want {
+		return nil, fmt.Errorf("read members: %d sketches for %d keys", len(out), want)
 	}
 	return out, nil
 }
