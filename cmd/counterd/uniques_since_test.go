@@ -72,24 +72,12 @@ func TestUniquesWindows(t *testing.T) {
 	all := goSketch(memberNames(0, 3000))
 
 	// 10:00-11:00: m0..m1999, pending.
-	pfaddAll(t, c, "u:1", first)
-	pfaddAll(t, c, "plain", memberNames(0, 10))
-	if got, want := pfcountSince(t, c, "1h", "u:1"), int64(goSketch(first).Estimate()); got != want {
-		t.Fatalf("PFCOUNT u:1 SINCE 1h, pending: got %d; want %d", got, want)
-	}
-	if got := pfcount(t, c, "plain"); got != 10 {
-		t.Fatalf("PFCOUNT of a key without windows: got %d; want 10", got)
-	}
-	if err := c.Do(ctx, "PFCOUNT", "plain", "SINCE", "1h").Err(); err == nil || !strings.Contains(err.Error(), "no time windows") {
-		t.Fatalf("PFCOUNT plain SINCE 1h: got %v; want an error saying the key has no time windows", err)
-	}
-	if err := c.Do(ctx, "PFCOUNT", "u:1", "SINCE", "3d").Err(); err == nil || !strings.Contains(err.Error(), "retention") {
-		t.Fatalf("PFCOUNT u:1 SINCE 3d, beyond every retention: got %v; want an error naming the retention", err)
-	}
+	checkFirstHour(t, c, first)
 	d.stop()
 
 	// 11:00-12:00: m1000..m2999, the first 100 one PFADD each (the fast
-	// path), all acknowledged, then kill -9 before any round commits.
+	// path), all acknowledged, then kill -9 before any round commits
+	// (the daemon flushes hourly).
 	setClock(d, "2026-03-01T11:30:00Z")
 	d.restart()
 	c = client(t, d.socket)
@@ -120,6 +108,10 @@ func TestUniquesWindows(t *testing.T) {
 	}
 	checkSince("pending")
 	d.kill()
+	var stored int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM counter_unique_buckets`).Scan(&stored); err != nil || stored != 0 {
+		t.Fatalf("before the replay: %d bucket sketches stored, %v; want none (no round committed)", stored, err)
+	}
 	d.restart()
 	c = client(t, d.socket)
 	checkSince("after kill -9 and restart")
@@ -129,21 +121,7 @@ func TestUniquesWindows(t *testing.T) {
 		t.Fatalf("hll_union_agg over counter_unique_buckets of u:1's hours in SQL: estimate %d; want %d", got, want)
 	}
 
-	store, err := slots.New(db.Pool, slots.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.FoldBuckets(ctx, slots.FoldOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	checkSince("folded")
-	// The 10:00 hour is kept until 14:00, the 11:00 one until 15:00.
-	if _, _, err := store.ExpireBuckets(ctx, time.Date(2026, 3, 1, 14, 0, 1, 0, time.UTC), slots.FoldOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := pfcountSince(t, c, "2h", "u:1"), int64(goSketch(second).Estimate()); got != want {
-		t.Fatalf("PFCOUNT u:1 SINCE 2h after the 10:00 bucket expired: got %d; want %d, the 11:00 bucket's", got, want)
-	}
+	checkFoldAndExpiry(t, db, c, checkSince, goSketch(second))
 }
 
 // sqlBucketUnion is the estimate (Go's estimator) of hll_union_agg, in
@@ -156,4 +134,48 @@ func sqlBucketUnion(t *testing.T, db *pgtest.DB, key, since string) int64 {
 		t.Fatal(err)
 	}
 	return int64(parseSketchText(t, text).Estimate())
+}
+
+// checkFirstHour adds first to u:1 and 10 members to a key without
+// windows, and checks PFCOUNT SINCE reads them pending.
+func checkFirstHour(t *testing.T, c *redis.Client, first []any) {
+	t.Helper()
+	ctx := context.Background()
+	pfaddAll(t, c, "u:1", first)
+	pfaddAll(t, c, "plain", memberNames(0, 10))
+	if got, want := pfcountSince(t, c, "1h", "u:1"), int64(goSketch(first).Estimate()); got != want {
+		t.Fatalf("PFCOUNT u:1 SINCE 1h, pending: got %d; want %d", got, want)
+	}
+	if got := pfcount(t, c, "plain"); got != 10 {
+		t.Fatalf("PFCOUNT of a key without windows: got %d; want 10", got)
+	}
+	if err := c.Do(ctx, "PFCOUNT", "plain", "SINCE", "1h").Err(); err == nil || !strings.Contains(err.Error(), "no time windows") {
+		t.Fatalf("PFCOUNT plain SINCE 1h: got %v; want an error saying the key has no time windows", err)
+	}
+	if err := c.Do(ctx, "PFCOUNT", "u:1", "SINCE", "3d").Err(); err == nil || !strings.Contains(err.Error(), "retention") {
+		t.Fatalf("PFCOUNT u:1 SINCE 3d, beyond every retention: got %v; want an error naming the retention", err)
+	}
+}
+
+// checkFoldAndExpiry folds the bucket sketch slot rows, as the rollup
+// does, and checks PFCOUNT SINCE (check) is unchanged; then expires the
+// 10:00 hour (kept until 14:00; 11:00 until 15:00) and checks PFCOUNT
+// u:1 SINCE 2h is the 11:00 hour's sketch, last.
+func checkFoldAndExpiry(t *testing.T, db *pgtest.DB, c *redis.Client, check func(string), last *hll.Sketch) {
+	t.Helper()
+	ctx := context.Background()
+	store, err := slots.New(db.Pool, slots.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.FoldBuckets(ctx, slots.FoldOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("folded")
+	if _, _, err := store.ExpireBuckets(ctx, time.Date(2026, 3, 1, 14, 0, 1, 0, time.UTC), slots.FoldOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pfcountSince(t, c, "2h", "u:1"), int64(last.Estimate()); got != want {
+		t.Fatalf("PFCOUNT u:1 SINCE 2h after the 10:00 bucket expired: got %d; want %d, the 11:00 bucket's", got, want)
+	}
 }

@@ -53,23 +53,11 @@ func TestUniqueBuckets(t *testing.T) {
 	mustApply(t, s, id, b2...)
 
 	since := time.Unix(h0, 0).UTC()
-	for _, stage := range []string{"slot rows", "folded"} {
-		if got := sqlUniquesSince(t, db, "p", "hour", since); got != 100 {
-			t.Errorf("%s: counter_uniques_since(p, hour, h0): got %v; want 100 (the union, not 60 + 60)", stage, got)
-		}
-		if got := sqlUniquesSince(t, db, "p", "hour", since.Add(time.Hour)); got != 60 {
-			t.Errorf("%s: counter_uniques_since(p, hour, h0+1h): got %v; want 60", stage, got)
-		}
-		if got := sqlUniquesSince(t, db, "none", "hour", since); got != 0 {
-			t.Errorf("%s: counter_uniques_since of a key without buckets: got %v; want 0", stage, got)
-		}
-		if got := sqlBucketUnion(t, db, "p", since); got != hexOf(t, union) {
-			t.Errorf("%s: hll_union_agg over counter_unique_buckets differs from the Go sketch of the union", stage)
-		}
-		if _, err := s.FoldBuckets(ctx, slots.FoldOptions{Chunk: 1}); err != nil {
-			t.Fatal(err)
-		}
+	checkBucketSQL(t, db, "slot rows", since, union)
+	if _, err := s.FoldBuckets(ctx, slots.FoldOptions{Chunk: 1}); err != nil {
+		t.Fatal(err)
 	}
+	checkBucketSQL(t, db, "folded", since, union)
 	var slotRows int
 	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM counter_unique_bucket_slots`).Scan(&slotRows); err != nil {
 		t.Fatal(err)
@@ -92,6 +80,24 @@ func TestUniqueBuckets(t *testing.T) {
 	}
 	if sk, err := hll.Parse(got[0]); err != nil || sk.Estimate() != 60 {
 		t.Errorf("ReadBucketMembers after expiry: got %v, %v; want 60 members", sk, err)
+	}
+}
+
+// checkBucketSQL checks p's hour buckets in SQL at a stage: 60 members
+// from h0 (since), 60 from h0+1h, 40 of them in both.
+func checkBucketSQL(t *testing.T, db *pgtest.DB, stage string, since time.Time, union *hll.Sketch) {
+	t.Helper()
+	if got := sqlUniquesSince(t, db, "p", "hour", since); got != 100 {
+		t.Errorf("%s: counter_uniques_since(p, hour, h0): got %v; want 100 (the union, not 60 + 60)", stage, got)
+	}
+	if got := sqlUniquesSince(t, db, "p", "hour", since.Add(time.Hour)); got != 60 {
+		t.Errorf("%s: counter_uniques_since(p, hour, h0+1h): got %v; want 60", stage, got)
+	}
+	if got := sqlUniquesSince(t, db, "none", "hour", since); got != 0 {
+		t.Errorf("%s: counter_uniques_since of a key without buckets: got %v; want 0", stage, got)
+	}
+	if got := sqlBucketUnion(t, db, "p", since); got != hexOf(t, union) {
+		t.Errorf("%s: hll_union_agg over counter_unique_buckets differs from the Go sketch of the union", stage)
 	}
 }
 
