@@ -118,6 +118,9 @@ func TestUniquesWindows(t *testing.T) {
 	checkSince("after kill -9 and restart")
 	flush(t, d.socket)
 	checkSince("committed")
+	if got := pfcountSince(t, c, "2h", "u:"+strings.Repeat("x", 254)); got != 2 {
+		t.Fatalf("PFCOUNT of the 256-byte key SINCE 2h, stored: got %d; want 2", got)
+	}
 	if got, want := sqlBucketUnion(t, db, "u:1", "2026-03-01T10:00:00Z"), int64(all.Estimate()); got != want {
 		t.Fatalf("hll_union_agg over counter_unique_buckets of u:1's hours in SQL: estimate %d; want %d", got, want)
 	}
@@ -146,6 +149,14 @@ func checkFirstHour(t *testing.T, c *redis.Client, first []any) {
 	pfaddAll(t, c, "plain", memberNames(0, 10))
 	if got, want := pfcountSince(t, c, "1h", "u:1"), int64(goSketch(first).Estimate()); got != want {
 		t.Fatalf("PFCOUNT u:1 SINCE 1h, pending: got %d; want %d", got, want)
+	}
+	// The longest key: the bucket start packed after it makes 264 bytes.
+	long := "u:" + strings.Repeat("x", 254)
+	if err := c.PFAdd(ctx, long, "a", "b").Err(); err != nil {
+		t.Fatalf("PFADD of a 256-byte windowed key: %v", err)
+	}
+	if got := pfcountSince(t, c, "1h", long); got != 2 {
+		t.Fatalf("PFCOUNT of a 256-byte key SINCE 1h: got %d; want 2", got)
 	}
 	if got := pfcount(t, c, "plain"); got != 10 {
 		t.Fatalf("PFCOUNT of a key without windows: got %d; want 10", got)
