@@ -94,17 +94,29 @@ const uniqueFoldRows = 1000
 const maxUniqueFolds = 1000
 
 // foldUniques unions sketch slot rows into counter_unique_sketches
-// (counter_uniques_fold), a statement per uniqueFoldRows rows, until none
-// is left that no round holds.
+// (counter_uniques_fold).
 func (s *Store) foldUniques(ctx context.Context) error {
-	for range maxUniqueFolds {
-		var keys int
-		if err := s.pool.QueryRow(ctx, `SELECT counter_uniques_fold($1)`, uniqueFoldRows).Scan(&keys); err != nil {
-			return fmt.Errorf("fold sketches: %w", err)
-		}
-		if keys == 0 {
-			return nil
-		}
+	if _, err := s.foldSketches(ctx, `SELECT counter_uniques_fold($1)`); err != nil {
+		return fmt.Errorf("fold sketches: %w", err)
 	}
 	return nil
+}
+
+// foldSketches runs query, a fold of at most $1 sketch slot rows
+// returning how many rows (or keys) it folded, a statement per
+// uniqueFoldRows rows, until it folds none (every row left is held by a
+// round) or maxUniqueFolds statements ran; it returns the sum.
+func (s *Store) foldSketches(ctx context.Context, query string) (int64, error) {
+	var total int64
+	for range maxUniqueFolds {
+		var n int
+		if err := s.pool.QueryRow(ctx, query, uniqueFoldRows).Scan(&n); err != nil {
+			return total, err
+		}
+		if n == 0 {
+			return total, nil
+		}
+		total += int64(n)
+	}
+	return total, nil
 }

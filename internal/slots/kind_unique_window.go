@@ -34,13 +34,8 @@ func writeUniqueBuckets(ctx context.Context, r *Round, cs []change.Change) error
 			return err
 		}
 		start := time.Unix(u.Start, 0).UTC()
-		keep := start.Add(u.Window.Width())
-		if r.store.retention != nil {
-			if d, ok := r.store.retention(u.Key, u.Window); ok {
-				keep = keep.Add(d)
-			}
-		}
-		keys[i], widths[i], starts[i], hashes[i], keeps[i] = u.Key, int16(u.Window), start, c.Bucket, keep
+		keys[i], widths[i], starts[i], hashes[i], keeps[i] =
+			u.Key, int16(u.Window), start, c.Bucket, r.store.keepUntil(u.Key, u.Window, start)
 	}
 	var written int
 	err := r.Tx.QueryRow(ctx, `SELECT counter_unique_buckets_write($1, $2, $3, $4, $5, $6)`,
@@ -65,21 +60,14 @@ func (s *Store) ReadBucketMembers(ctx context.Context, w change.Kind, keys []str
 }
 
 // foldUniqueBuckets unions bucket sketch slot rows into
-// counter_unique_bucket_sketches, a statement per uniqueFoldRows rows,
-// until none is left that no round holds, and returns how many it folded.
+// counter_unique_bucket_sketches (counter_unique_buckets_fold) and returns
+// how many it folded.
 func (s *Store) foldUniqueBuckets(ctx context.Context) (int64, error) {
-	var total int64
-	for range maxUniqueFolds {
-		var rows int
-		if err := s.pool.QueryRow(ctx, `SELECT counter_unique_buckets_fold($1)`, uniqueFoldRows).Scan(&rows); err != nil {
-			return total, fmt.Errorf("fold bucket sketches: %w", err)
-		}
-		total += int64(rows)
-		if rows < uniqueFoldRows {
-			return total, nil
-		}
+	n, err := s.foldSketches(ctx, `SELECT counter_unique_buckets_fold($1)`)
+	if err != nil {
+		return n, fmt.Errorf("fold bucket sketches: %w", err)
 	}
-	return total, nil
+	return n, nil
 }
 
 // expireUniqueBuckets deletes up to chunk folded bucket sketches whose
