@@ -85,8 +85,14 @@ func TestUniquesWindows(t *testing.T) {
 	for _, m := range second[:100] {
 		pipe.PFAdd(ctx, "u:1", m)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	cmds, err := pipe.Exec(ctx)
+	if err != nil {
 		t.Fatal(err)
+	}
+	for i, cmd := range cmds {
+		if n := cmd.(*redis.IntCmd).Val(); n != 1 {
+			t.Fatalf("pipelined PFADD %d of a new member to a windowed key: got %d; want 1", i, n)
+		}
 	}
 	pfaddAll(t, c, "u:1", second[100:])
 	pfaddAll(t, c, "u:2", memberNames(2500, 3500))
