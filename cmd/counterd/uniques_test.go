@@ -176,6 +176,12 @@ func sqlUnion(t *testing.T, db *pgtest.DB, keys ...string) *hll.Sketch {
 		FROM counter_unique_sketch_text($1)`, keys).Scan(&text); err != nil {
 		t.Fatal(err)
 	}
+	return parseSketchText(t, text)
+}
+
+// parseSketchText parses hll's text form of a sketch.
+func parseSketchText(t *testing.T, text string) *hll.Sketch {
+	t.Helper()
 	raw, err := hex.DecodeString(strings.TrimPrefix(text, `\x`))
 	if err != nil {
 		t.Fatal(err)

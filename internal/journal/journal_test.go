@@ -377,7 +377,7 @@ func TestAppendRefusesBadItems(t *testing.T) {
 		want string
 	}{
 		{"kind 0", change.Change{Key: "k", Delta: 1}, "kind 0"},
-		{"kind 9", change.Change{Key: "k", Kind: 9, Delta: 1}, "kind 9"},
+		{"kind 200", change.Change{Key: "k", Kind: 200, Delta: 1}, "kind 200"},
 		{"total with a bucket", change.Change{Key: "k", Kind: change.Total, Bucket: 60, Delta: 1}, "bucket 60"},
 		{"negative variance", change.Change{Key: "k", Kind: change.Total, Delta: 1, Var: -1}, "variance"},
 		{"NaN variance", change.Change{Key: "k", Kind: change.Total, Delta: 1, Var: math.NaN()}, "variance"},

@@ -43,6 +43,13 @@ func (b *Buffer) Members(ctx context.Context, k change.Kind, keys []string) ([][
 }
 
 func (b *Buffer) inMemoryMembers(k change.Kind, keys []string) [][]int64 {
+	return b.scanMembers(keys, func(id change.ID) (string, bool) { return id.Key, id.Kind == k })
+}
+
+// scanMembers returns, for each key, the Buckets of the pending cells
+// that match says belong to it (naming the key), from the accumulating
+// round and the queued ones.
+func (b *Buffer) scanMembers(keys []string, match func(id change.ID) (string, bool)) [][]int64 {
 	index := make(map[string]int, len(keys))
 	for i, key := range keys {
 		if _, ok := index[key]; !ok {
@@ -52,10 +59,11 @@ func (b *Buffer) inMemoryMembers(k change.Kind, keys []string) [][]int64 {
 	out := make([][]int64, len(keys))
 	scan := func(cs cells) {
 		for id := range cs.other {
-			if id.Kind != k {
+			key, ok := match(id)
+			if !ok {
 				continue
 			}
-			if i, ok := index[id.Key]; ok {
+			if i, ok := index[key]; ok {
 				out[i] = append(out[i], id.Bucket)
 			}
 		}
@@ -77,4 +85,40 @@ func (b *Buffer) inMemoryMembers(k change.Kind, keys []string) [][]int64 {
 		}
 	}
 	return out
+}
+
+// BucketMemberStore is a store that keeps members per time bucket: it
+// returns, for each key, the union of its stored bucket values of window
+// kind w that start from from through to (nil for a key with none).
+type BucketMemberStore interface {
+	ReadBucketMembers(ctx context.Context, w change.Kind, keys []string, from, to int64) ([][]byte, error)
+}
+
+// BucketMembers is Members for the n buckets of window kind w (Minute,
+// Hour, Day) that end with the one the accept clock is in now: for each
+// key, the union of its stored bucket values and the members this daemon
+// holds for those buckets (change.BucketMember). As for Members, union is
+// idempotent, so it needs no watermarks.
+func (b *Buffer) BucketMembers(ctx context.Context, w change.Kind, keys []string, n int) ([][]byte, [][]int64, error) {
+	uk, ok := change.UniqueWindow(w)
+	if !ok {
+		return nil, nil, fmt.Errorf("read bucket members: %v is not a window kind", w)
+	}
+	ms, ok := b.flusher.store.(BucketMemberStore)
+	if !ok {
+		return nil, nil, ErrNoMembers
+	}
+	from, to := bucketRange(b.Now(), w, n)
+	held := b.scanMembers(keys, func(id change.ID) (string, bool) {
+		if id.Kind != uk {
+			return "", false
+		}
+		key, start, ok := change.BucketStart(id.Key)
+		return key, ok && start >= from && start <= to
+	})
+	stored, err := ms.ReadBucketMembers(ctx, w, keys, from, to)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read stored %v members of %d keys: %w", w, len(keys), err)
+	}
+	return stored, held, nil
 }

@@ -139,27 +139,40 @@ func (s *Server) union(ctx context.Context, keys []string) (*hll.Sketch, error) 
 		return nil, err
 	}
 	u := hll.NewDefault()
+	if err := addSketches(u, keys, stored, held); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// addSketches unions into u each key's stored sketch (nil: none) and the
+// members held for it.
+func addSketches(u *hll.Sketch, keys []string, stored [][]byte, held [][]int64) error {
 	for i, b := range stored {
 		if b != nil {
 			sk, err := hll.Parse(b)
 			if err != nil {
-				return nil, fmt.Errorf("stored sketch of %q: %w", keys[i], err)
+				return fmt.Errorf("stored sketch of %q: %w", keys[i], err)
 			}
 			if err := u.Union(sk); err != nil {
-				return nil, fmt.Errorf("stored sketch of %q: %w", keys[i], err)
+				return fmt.Errorf("stored sketch of %q: %w", keys[i], err)
 			}
 		}
 		for _, h := range held[i] {
 			u.Add(uint64(h))
 		}
 	}
-	return u, nil
+	return nil
 }
 
 // pfcount answers PFCOUNT key [key ...]: the estimated number of distinct
 // members of the union of the keys (hll.Sketch.Estimate: exact while the
-// union holds at most 1,280 members).
+// union holds at most 1,280 members); and PFCOUNT key [key ...] SINCE
+// span (uniques_since.go).
 func (s *Server) pfcount(ctx context.Context, out []byte, args [][]byte) []byte {
+	if n := len(args); n >= 4 && is(args[n-2], "SINCE") {
+		return s.pfcountSince(ctx, out, args[1:n-2], args[n-1])
+	}
 	keys, msg := keyNames(args[1:])
 	if msg != "" {
 		s.m.commandErrors.Inc()

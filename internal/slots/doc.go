@@ -27,7 +27,11 @@
 //
 // Unique members (change.Unique, PFADD) are postgresql-hll sketches in
 // counter_unique_slots, one per key and slot, unioned with hll_union;
-// Fold unions them into counter_unique_sketches (kind_unique.go).
+// Fold unions them into counter_unique_sketches (kind_unique.go). Those
+// of a windowed key are also sketches per bucket (change.UniqueMinute,
+// Hour, Day) in counter_unique_bucket_slots, which FoldBuckets unions into
+// counter_unique_bucket_sketches and ExpireBuckets deletes past their
+// keep_until (kind_unique_window.go).
 //
 // Each kind of change is written by the Writer its family registers
 // (writer.go, kind_*.go): totals and windows as parts of one statement,

@@ -37,7 +37,21 @@ type bucketPos struct {
 // exactly once, and rows a writer holds are skipped (SKIP LOCKED) for the
 // next pass. A pass sweeps up to the last slot row that existed when it
 // started. Counts are numeric, so no chunk can fail for its data.
+//
+// Bucket sketch slot rows (windowed unique members) are folded after
+// them, into counter_unique_bucket_sketches, and counted in Rows.
 func (s *Store) FoldBuckets(ctx context.Context, opts FoldOptions) (BucketFoldResult, error) {
+	res, err := s.foldCountBuckets(ctx, opts)
+	if err != nil || res.Limited {
+		return res, err
+	}
+	n, err := s.foldUniqueBuckets(ctx)
+	res.Rows += n
+	return res, err
+}
+
+// foldCountBuckets is FoldBuckets for count buckets.
+func (s *Store) foldCountBuckets(ctx context.Context, opts FoldOptions) (BucketFoldResult, error) {
 	var res BucketFoldResult
 	chunk, clock := opts.defaults()
 	start := clock()
@@ -81,9 +95,9 @@ func (s *Store) FoldBuckets(ctx context.Context, opts FoldOptions) (BucketFoldRe
 	}
 }
 
-// ExpireBuckets deletes bucket rows whose keep_until is before now (the
-// database's now() when zero), chunk rows per transaction, skipping rows
-// a fold holds. It stops after MaxDuration, when positive.
+// ExpireBuckets deletes bucket rows and folded bucket sketches whose
+// keep_until is before now (the database's now() when zero), chunk rows
+// of each per transaction, skipping rows a fold holds. It stops after MaxDuration, when positive.
 func (s *Store) ExpireBuckets(ctx context.Context, now time.Time, opts FoldOptions) (deleted int64, limited bool, err error) {
 	chunk, clock := opts.defaults()
 	var at *time.Time
@@ -102,8 +116,12 @@ func (s *Store) ExpireBuckets(ctx context.Context, now time.Time, opts FoldOptio
 		if err != nil {
 			return deleted, false, fmt.Errorf("expire buckets: %w", err)
 		}
-		deleted += n
-		if n < int64(chunk) {
+		u, err := s.expireUniqueBuckets(ctx, at, chunk)
+		if err != nil {
+			return deleted, false, err
+		}
+		deleted += n + u
+		if n < int64(chunk) && u < int64(chunk) {
 			return deleted, false, nil
 		}
 	}

@@ -50,12 +50,18 @@ func (s *Store) ReadMembers(ctx context.Context, k change.Kind, keys []string) (
 	if k != change.Unique {
 		return nil, fmt.Errorf("read members: the store keeps no members of kind %v", k)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT sketch FROM counter_unique_sketch_text($1)`, keys)
+	return s.readSketches(ctx, `SELECT sketch FROM counter_unique_sketch_text($1)`, len(keys), keys)
+}
+
+// readSketches runs query, which returns want rows of one column, a
+// sketch in hll's text form or NULL, and returns their bytes.
+func (s *Store) readSketches(ctx context.Context, query string, want int, args ...any) ([][]byte, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := make([][]byte, 0, len(keys))
+	out := make([][]byte, 0, want)
 	for rows.Next() {
 		var text *string
 		if err := rows.Scan(&text); err != nil {
@@ -74,8 +80,8 @@ func (s *Store) ReadMembers(ctx context.Context, k change.Kind, keys []string) (
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if len(out) != len(keys) {
-		return nil, fmt.Errorf("read members: %d sketches for %d keys", len(out), len(keys))
+	if len(out) != want {
+		return nil, fmt.Errorf("read members: %d sketches for %d keys", len(out), want)
 	}
 	return out, nil
 }
@@ -88,17 +94,29 @@ const uniqueFoldRows = 1000
 const maxUniqueFolds = 1000
 
 // foldUniques unions sketch slot rows into counter_unique_sketches
-// (counter_uniques_fold), a statement per uniqueFoldRows rows, until none
-// is left that no round holds.
+// (counter_uniques_fold).
 func (s *Store) foldUniques(ctx context.Context) error {
-	for range maxUniqueFolds {
-		var keys int
-		if err := s.pool.QueryRow(ctx, `SELECT counter_uniques_fold($1)`, uniqueFoldRows).Scan(&keys); err != nil {
-			return fmt.Errorf("fold sketches: %w", err)
-		}
-		if keys == 0 {
-			return nil
-		}
+	if _, err := s.foldSketches(ctx, `SELECT counter_uniques_fold($1)`); err != nil {
+		return fmt.Errorf("fold sketches: %w", err)
 	}
 	return nil
+}
+
+// foldSketches runs query, a fold of at most $1 sketch slot rows
+// returning how many rows (or keys) it folded, a statement per
+// uniqueFoldRows rows, until it folds none (every row left is held by a
+// round) or maxUniqueFolds statements ran; it returns the sum.
+func (s *Store) foldSketches(ctx context.Context, query string) (int64, error) {
+	var total int64
+	for range maxUniqueFolds {
+		var n int
+		if err := s.pool.QueryRow(ctx, query, uniqueFoldRows).Scan(&n); err != nil {
+			return total, err
+		}
+		if n == 0 {
+			return total, nil
+		}
+		total += int64(n)
+	}
+	return total, nil
 }

@@ -54,14 +54,21 @@ type bucketRow struct {
 // retention now.
 func (b *bucketBatch) add(s *Store, c laneChange) {
 	start := time.Unix(c.Bucket, 0).UTC()
-	keep := start.Add(c.Kind.Width())
+	keep := s.keepUntil(c.Key, c.Kind, start)
+	b.rows = append(b.rows, bucketRow{key: c.Key, width: int16(c.Kind), start: start, n: c.Delta, v: c.Var,
+		fallback: int16(rand.IntN(s.slots)), lane: c.lane, keep: keep})
+}
+
+// keepUntil is when key's bucket of window kind k starting at start may
+// be deleted: its end plus the key's retention now.
+func (s *Store) keepUntil(key string, k change.Kind, start time.Time) time.Time {
+	keep := start.Add(k.Width())
 	if s.retention != nil {
-		if d, ok := s.retention(c.Key, c.Kind); ok {
+		if d, ok := s.retention(key, k); ok {
 			keep = keep.Add(d)
 		}
 	}
-	b.rows = append(b.rows, bucketRow{key: c.Key, width: int16(c.Kind), start: start, n: c.Delta, v: c.Var,
-		fallback: int16(rand.IntN(s.slots)), lane: c.lane, keep: keep})
+	return keep
 }
 
 func (b *bucketBatch) len() int { return len(b.rows) }

@@ -222,16 +222,24 @@ func Bucket(k change.Kind, t time.Time) int64 {
 	return b
 }
 
-// Expand appends to dst the bucket changes of ch, a change to a key's
-// Total accepted at unix second at: one per window of the key, with the
-// same Delta and Var. A change of any other kind, or to a key without
+// Expand appends to dst the bucket changes of ch accepted at unix second
+// at, one per window of the key: for a change to a key's Total, the same
+// Delta and Var in the bucket's count; for a unique member
+// (change.Unique), the member in the bucket's sketch
+// (change.BucketMember). A change of any other kind, or to a key without
 // windows, adds nothing.
 func (c *Config) Expand(dst []change.Change, ch change.Change, at time.Time) []change.Change {
-	if ch.Kind != change.Total {
-		return dst
-	}
-	for _, w := range c.Match(ch.Key) {
-		dst = append(dst, change.Change{Key: ch.Key, Kind: w.Kind, Bucket: Bucket(w.Kind, at), Delta: ch.Delta, Var: ch.Var})
+	switch ch.Kind {
+	case change.Total:
+		for _, w := range c.Match(ch.Key) {
+			dst = append(dst, change.Change{Key: ch.Key, Kind: w.Kind, Bucket: Bucket(w.Kind, at), Delta: ch.Delta, Var: ch.Var})
+		}
+	case change.Unique:
+		for _, w := range c.Match(ch.Key) {
+			m := change.BucketMember(ch.Key, w.Kind, Bucket(w.Kind, at), uint64(ch.Bucket))
+			m.Delta = ch.Delta
+			dst = append(dst, m)
+		}
 	}
 	return dst
 }

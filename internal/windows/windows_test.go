@@ -134,6 +134,36 @@ func TestExpand(t *testing.T) {
 	}
 }
 
+// A unique member of a windowed key goes into each width's bucket sketch
+// too; one of a key without windows into none.
+func TestExpandUnique(t *testing.T) {
+	t.Parallel()
+	c, err := Parse("post:*=minute:2h,day:400d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 1, 10, 59, 59, 0, time.UTC)
+	m := change.Member("post:1", 1<<63+9)
+	m.Delta = 2
+	got := c.Expand(nil, m, at)
+	want := []change.Change{
+		change.BucketMember("post:1", change.Minute, at.Truncate(time.Minute).Unix(), 1<<63+9),
+		change.BucketMember("post:1", change.Day, time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).Unix(), 1<<63+9),
+	}
+	if len(got) != len(want) {
+		t.Fatalf("Expand = %v; want %v", got, want)
+	}
+	for i := range want {
+		want[i].Delta = 2
+		if got[i] != want[i] {
+			t.Errorf("Expand[%d] = %+v; want %+v", i, got[i], want[i])
+		}
+	}
+	if got := c.Expand(nil, change.Member("view:1", 3), at); len(got) != 0 {
+		t.Errorf("Expand of a member of a key without windows = %v; want none", got)
+	}
+}
+
 func TestSpan(t *testing.T) {
 	t.Parallel()
 	c, err := Parse("post:*=minute:2h,hour:14d,day:400d")
