@@ -40,6 +40,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	paced(b, r)
 	sustain(b, r)
 	windows(b, r)
+	uniques(b, r)
 	budgetMarkdown(b, &r.BudgetPart)
 	return b.Flush()
 }
