@@ -83,40 +83,57 @@ func uniques(b *bufio.Writer, r *Report) {
 	uniquesTargets(b, rows)
 }
 
-// uniquesTargets writes the ratios of requests per second within each run
-// (median, and the range over runs) with the targets' verdicts, and what
-// one PFADD cost PostgreSQL.
-func uniquesTargets(b *bufio.Writer, rows []Row) {
-	type side struct{ command, server string }
-	type comparison struct {
-		num, den side
-		target   bool
-	}
-	counterdIncr := side{CommandIncr, Counterd}
-	counterdPF := side{CommandPFAdd, Counterd}
-	comparisons := []comparison{
-		{counterdPF, counterdIncr, true},
-		{counterdPF, side{CommandPFAdd, RedisPlain}, true},
-		{counterdPF, side{CommandPFAdd, RedisEverysec}, true},
+// side is one cell of a uniques ratio: a command sent to a server.
+type side struct{ command, server string }
+
+// uniquesComparison is one ratio of the uniques section; target says
+// whether UniquesTarget applies to it.
+type uniquesComparison struct {
+	num, den side
+	target   bool
+}
+
+// uniquesComparisons are the ratios the section reports: the targets,
+// then every INCRONCE cell against INCR.
+func uniquesComparisons(rows []Row) []uniquesComparison {
+	incr, pfadd := side{CommandIncr, Counterd}, side{CommandPFAdd, Counterd}
+	out := []uniquesComparison{
+		{pfadd, incr, true},
+		{pfadd, side{CommandPFAdd, RedisPlain}, true},
+		{pfadd, side{CommandPFAdd, RedisEverysec}, true},
 	}
 	var onces []string
 	for _, x := range rows {
 		if x.Approach == Counterd && x.Command != CommandIncr && x.Command != CommandPFAdd && !slices.Contains(onces, x.Command) {
 			onces = append(onces, x.Command)
-			comparisons = append(comparisons, comparison{side{x.Command, Counterd}, counterdIncr, false})
+			out = append(out, uniquesComparison{side{x.Command, Counterd}, incr, false})
 		}
 	}
-	var body [][]string
-	for _, c := range comparisons {
-		var v []float64
-		for _, x := range rows {
-			if x.Command != c.num.command || x.Approach != c.num.server || x.Missing {
-				continue
-			}
-			if y := findCommand(rows, c.den.command, c.den.server, x.Run); y != nil && !y.Missing && y.Rate > 0 {
-				v = append(v, x.Rate/y.Rate)
-			}
+	return out
+}
+
+// ratios divides c's requests per second by its denominator's within
+// each run both measured.
+func (c uniquesComparison) ratios(rows []Row) []float64 {
+	var v []float64
+	for _, x := range rows {
+		if x.Command != c.num.command || x.Approach != c.num.server || x.Missing {
+			continue
 		}
+		if y := findCommand(rows, c.den.command, c.den.server, x.Run); y != nil && !y.Missing && y.Rate > 0 {
+			v = append(v, x.Rate/y.Rate)
+		}
+	}
+	return v
+}
+
+// uniquesTargets writes the ratios of requests per second within each run
+// (median, and the range over runs) with the targets' verdicts, and what
+// one PFADD cost PostgreSQL.
+func uniquesTargets(b *bufio.Writer, rows []Row) {
+	var body [][]string
+	for _, c := range uniquesComparisons(rows) {
+		v := c.ratios(rows)
 		target, verdict := "—", "—"
 		if c.target {
 			target = fmt.Sprintf("≥ %.1f×", UniquesTarget)
