@@ -55,9 +55,7 @@ func (b *bench) ingest(ctx context.Context) error {
 }
 
 func (b *bench) ingestCell(ctx context.Context, tool string, lookErr error, row *report.Row) error {
-	if lookErr != nil {
-		row.Missing = true
-		row.Note = lookErr.Error() + "; install redis-tools (make bench does when it can) or set COUNTERBENCH_REDIS_BENCHMARK"
+	if benchmarkMissing(lookErr, row) {
 		return nil
 	}
 	if row.Approach == report.Counterd {
@@ -68,16 +66,23 @@ func (b *bench) ingestCell(ctx context.Context, tool string, lookErr error, row 
 		_, err = b.counterdAround(ctx, srv, row, func() error { return b.redisBenchmark(ctx, tool, srv.socket, b.ingestLoad(row.Pipeline), row) })
 		return err
 	}
-	f := redisPlain
-	if row.Approach == report.RedisEverysec {
-		f = redisEverysec
-	}
-	srv, why := b.startRedisFlavor(ctx, f)
+	srv, why := b.startRedisFlavor(ctx, flavorOf(row.Approach))
 	if srv == nil {
 		row.Missing, row.Note = true, why
 		return nil
 	}
 	return srv.around(ctx, row, func() error { return b.redisBenchmark(ctx, tool, srv.socket, b.ingestLoad(row.Pipeline), row) })
+}
+
+// benchmarkMissing marks row missing, saying why, when redis-benchmark
+// could not be found.
+func benchmarkMissing(lookErr error, row *report.Row) bool {
+	if lookErr == nil {
+		return false
+	}
+	row.Missing = true
+	row.Note = lookErr.Error() + "; install redis-tools (make bench does when it can) or set COUNTERBENCH_REDIS_BENCHMARK"
+	return true
 }
 
 // latencyTargetCells are the servers the ingest section offers the

@@ -47,6 +47,15 @@ var (
 		args: []string{"--save", "", "--appendonly", "yes", "--appendfsync", "everysec"}}
 )
 
+// flavorOf is the redis-server flavor a row names: appendfsync everysec,
+// or else the one keeping nothing.
+func flavorOf(server string) redisFlavor {
+	if server == report.RedisEverysec {
+		return redisEverysec
+	}
+	return redisPlain
+}
+
 // startRedis starts the redis-server that keeps nothing on the first
 // call. When it cannot, it returns nil and remembers why in
 // b.redisAbsent.

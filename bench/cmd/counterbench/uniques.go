@@ -94,19 +94,13 @@ func (b *bench) uniquesSection(ctx context.Context) error {
 }
 
 func (b *bench) uniquesCell(ctx context.Context, tool string, lookErr error, c uniquesCell, row *report.Row) error {
-	if lookErr != nil {
-		row.Missing = true
-		row.Note = lookErr.Error() + "; install redis-tools (make bench does when it can) or set COUNTERBENCH_REDIS_BENCHMARK"
+	if benchmarkMissing(lookErr, row) {
 		return nil
 	}
 	if c.server == report.Counterd {
 		return b.uniquesCounterd(ctx, tool, c, row)
 	}
-	f := redisPlain
-	if c.server == report.RedisEverysec {
-		f = redisEverysec
-	}
-	srv, why := b.startRedisFlavor(ctx, f)
+	srv, why := b.startRedisFlavor(ctx, flavorOf(c.server))
 	if srv == nil {
 		row.Missing, row.Note = true, why
 		return nil
