@@ -44,7 +44,7 @@ func newBufferMetrics(set *metrics.Set, b *Buffer) *bufferMetrics {
 			metrics.ExponentialBuckets(1, 4, 10)),
 		// One slot row written per key of a committed round; with
 		// counterd_increments_accepted_total it gives rows per increment.
-		keysWritten: exposition.Counter(set, `counterd_flush_keys_total`, "Slot rows written by committed rounds."),
+		keysWritten: exposition.Counter(set, `counterd_flush_keys_total`, "Changes written by committed rounds: one per key, kind and bucket of a round (a unique member or an INCRONCE view is one each)."),
 		// A round this run created that the store already had: a bug.
 		identityConflicts: exposition.Counter(set, `counterd_identity_conflicts_total`,
 			"Rounds this run created that the store already had: a bug, logged as an error."),

@@ -54,6 +54,11 @@ type bench struct {
 	ticketRows    []report.TicketRow
 	budgetLogFile *os.File
 	takeAbsent    string
+
+	// The uniques section's daemon, restarted after every PFADD cell, and
+	// the log its runs share.
+	uniquesD   *counterdServer
+	uniquesLog *os.File
 }
 
 // newBench checks the tools, recreates the schema and opens the pool.
@@ -106,7 +111,7 @@ func (b *bench) maxConns() int {
 }
 
 func (b *bench) needsCounterd() bool {
-	if b.cfg.runs("ingest") || b.cfg.runs("latency") || b.cfg.runs("sustain") || b.cfg.runs("windows") || b.cfg.needsTake() {
+	if b.cfg.runs("ingest") || b.cfg.runs("latency") || b.cfg.runs("sustain") || b.cfg.runs("windows") || b.cfg.runs("uniques") || b.cfg.needsTake() {
 		return true
 	}
 	return slices.ContainsFunc(b.cfg.Approaches, func(name string) bool {
@@ -146,6 +151,12 @@ func (b *bench) close() error {
 		if srv := b.redises[f.name]; srv != nil {
 			errs = append(errs, srv.stop())
 		}
+	}
+	if b.uniquesD != nil {
+		errs = append(errs, b.uniquesD.stop())
+	}
+	if b.uniquesLog != nil {
+		errs = append(errs, b.uniquesLog.Close())
 	}
 	if b.budgetLogFile != nil {
 		errs = append(errs, b.budgetLogFile.Close())
@@ -193,6 +204,7 @@ func (b *bench) run(ctx context.Context) (*report.Report, error) {
 		{"latency", b.latency},
 		{"sustain", b.sustain},
 		{"windows", b.windows},
+		{"uniques", b.uniquesSection},
 		{"budget", b.budgets},
 		{"tickets", b.ticketsSection},
 	} {
@@ -234,6 +246,9 @@ func (b *bench) cells() int {
 	}
 	if b.cfg.runs("windows") {
 		n += 2
+	}
+	if b.cfg.runs("uniques") {
+		n += b.cfg.UniquesRuns * (4 + len(b.cfg.OnceRepeats))
 	}
 	if b.cfg.runs("budget") {
 		n += len(b.cfg.BudgetSizes) * len(b.cfg.BudgetApproaches) * len(b.cfg.BudgetClients)

@@ -123,13 +123,6 @@ func (b *bench) describeSettings() [][2]string {
 	}
 	if c.runs("ingest") {
 		s = append(s, [2]string{"ingest", fmt.Sprintf("redis-benchmark -c 50 -r 100000 -n %d -P 16 and -P 1, %d runs of counterd, redis-server --appendonly yes --appendfsync everysec and redis-server keeping nothing, interleaved", c.IngestRequests, c.IngestRuns)})
-		pg := "PostgreSQL: the backends with counterd's application_name in pg_stat_activity; whole PostgreSQL: "
-		if b.postmaster != 0 {
-			pg += fmt.Sprintf("postmaster pid %d and its children (the server is not the run's own: other clients' work counts too)", b.postmaster)
-		} else {
-			pg += "not measured, " + b.postmasterWhy
-		}
-		s = append(s, [2]string{"CPU per INCR", "utime+stime from /proc/PID/stat before and after each cell (after counterd's final FLUSH), divided by the increments; " + pg})
 		if len(b.latencyTargetCells()) > 0 {
 			s = append(s, [2]string{"latency target", fmt.Sprintf("%d unpipelined clients offering %s INCR/s for %v, uniform keys, to counterd and to redis-server with appendfsync everysec", report.LatencyTargetClients, report.Thousands(report.LatencyTargetRate), c.Duration)})
 		}
@@ -140,6 +133,19 @@ func (b *bench) describeSettings() [][2]string {
 	if c.runs("sustain") {
 		s = append(s, [2]string{"sustain", fmt.Sprintf("%d clients, %d INCR per round trip, offering %.0f INCR/s in total for %v, %s keys; counterd's /metrics read every %v",
 			sustainClients, sustainPipeline, c.SustainRate, c.SustainDuration, sustainKeys, sampleEvery)})
+	}
+	if c.runs("ingest") || c.runs("uniques") {
+		pg := "PostgreSQL: the backends with counterd's application_name in pg_stat_activity; whole PostgreSQL: "
+		if b.postmaster != 0 {
+			pg += fmt.Sprintf("postmaster pid %d and its children (the server is not the run's own: other clients' work counts too)", b.postmaster)
+		} else {
+			pg += "not measured, " + b.postmasterWhy
+		}
+		s = append(s, [2]string{"CPU per request", "utime+stime from /proc/PID/stat before and after each ingest and uniques cell (after counterd's final FLUSH), divided by the requests; " + pg})
+	}
+	if c.runs("uniques") {
+		s = append(s, [2]string{"uniques", fmt.Sprintf("redis-benchmark -c %d -P 16, %d runs, interleaved: INCR and PFADD with -n %d -r %d to counterd, PFADD to redis-server keeping nothing and with appendfsync everysec; INCRONCE (window %s) with -n %d aiming at %s%% repeats",
+			ingestClients, c.UniquesRuns, c.UniquesRequests, c.UniquesKeys, onceWindow, c.OnceRequests, percentList(c.OnceRepeats))})
 	}
 	if c.runs("budget") {
 		sizes := make([]string, len(c.BudgetSizes))
@@ -174,4 +180,13 @@ func rateList(rates []float64) string {
 		return parts[0]
 	}
 	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// percentList writes shares as "1, 50".
+func percentList(ps []float64) string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = strconv.FormatFloat(p, 'g', -1, 64)
+	}
+	return strings.Join(out, ", ")
 }

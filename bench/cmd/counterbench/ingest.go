@@ -55,9 +55,7 @@ func (b *bench) ingest(ctx context.Context) error {
 }
 
 func (b *bench) ingestCell(ctx context.Context, tool string, lookErr error, row *report.Row) error {
-	if lookErr != nil {
-		row.Missing = true
-		row.Note = lookErr.Error() + "; install redis-tools (make bench does when it can) or set COUNTERBENCH_REDIS_BENCHMARK"
+	if benchmarkMissing(lookErr, row) {
 		return nil
 	}
 	if row.Approach == report.Counterd {
@@ -65,19 +63,26 @@ func (b *bench) ingestCell(ctx context.Context, tool string, lookErr error, row 
 		if err != nil {
 			return err
 		}
-		_, err = b.counterdAround(ctx, srv, row, func() error { return b.redisBenchmark(ctx, tool, srv.socket, row.Pipeline, row) })
+		_, err = b.counterdAround(ctx, srv, row, func() error { return b.redisBenchmark(ctx, tool, srv.socket, b.ingestLoad(row.Pipeline), row) })
 		return err
 	}
-	f := redisPlain
-	if row.Approach == report.RedisEverysec {
-		f = redisEverysec
-	}
-	srv, why := b.startRedisFlavor(ctx, f)
+	srv, why := b.startRedisFlavor(ctx, flavorOf(row.Approach))
 	if srv == nil {
 		row.Missing, row.Note = true, why
 		return nil
 	}
-	return srv.around(ctx, row, func() error { return b.redisBenchmark(ctx, tool, srv.socket, row.Pipeline, row) })
+	return srv.around(ctx, row, func() error { return b.redisBenchmark(ctx, tool, srv.socket, b.ingestLoad(row.Pipeline), row) })
+}
+
+// benchmarkMissing marks row missing, saying why, when redis-benchmark
+// could not be found.
+func benchmarkMissing(lookErr error, row *report.Row) bool {
+	if lookErr == nil {
+		return false
+	}
+	row.Missing = true
+	row.Note = lookErr.Error() + "; install redis-tools (make bench does when it can) or set COUNTERBENCH_REDIS_BENCHMARK"
+	return true
 }
 
 // latencyTargetCells are the servers the ingest section offers the
@@ -119,17 +124,31 @@ func (b *bench) latencyTarget(ctx context.Context) error {
 	return nil
 }
 
+// benchmarkLoad is one redis-benchmark run: its -c, -r, -n and -P, and
+// the command with its arguments.
+type benchmarkLoad struct {
+	clients, keys, requests, pipeline int
+	command                           []string
+}
+
+// ingestLoad is the ingest section's load at one pipeline depth.
+func (b *bench) ingestLoad(pipeline int) benchmarkLoad {
+	return benchmarkLoad{clients: ingestClients, keys: ingestKeys, requests: b.cfg.IngestRequests, pipeline: pipeline,
+		command: []string{"incr", "post:__rand_int__"}}
+}
+
 // redisBenchmark runs one redis-benchmark and reads its CSV summary into
 // row. It counts the -n requests as the increments: redis-benchmark
 // reports no per-command errors, and the stored total checks them.
-func (b *bench) redisBenchmark(ctx context.Context, tool, socket string, pipeline int, row *report.Row) error {
+func (b *bench) redisBenchmark(ctx context.Context, tool, socket string, l benchmarkLoad, row *report.Row) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
 	start := time.Now()
-	out, err := process.Output(ctx, tool, "-s", socket,
-		"-c", strconv.Itoa(ingestClients), "-r", strconv.Itoa(ingestKeys),
-		"-n", strconv.Itoa(b.cfg.IngestRequests), "-P", strconv.Itoa(pipeline),
-		"--csv", "incr", "post:__rand_int__")
+	args := append([]string{"-s", socket,
+		"-c", strconv.Itoa(l.clients), "-r", strconv.Itoa(l.keys),
+		"-n", strconv.Itoa(l.requests), "-P", strconv.Itoa(l.pipeline),
+		"--csv"}, l.command...)
+	out, err := process.Output(ctx, tool, args...)
 	if err != nil {
 		return err
 	}
@@ -138,7 +157,7 @@ func (b *bench) redisBenchmark(ctx context.Context, tool, socket string, pipelin
 	if err != nil {
 		return err
 	}
-	row.Increments = int64(b.cfg.IngestRequests)
+	row.Increments = int64(l.requests)
 	row.Rate, row.P50, row.P99 = s.rps, s.p50, s.p99
 	return nil
 }

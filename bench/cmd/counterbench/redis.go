@@ -47,6 +47,15 @@ var (
 		args: []string{"--save", "", "--appendonly", "yes", "--appendfsync", "everysec"}}
 )
 
+// flavorOf is the redis-server flavor a row names: appendfsync everysec,
+// or else the one keeping nothing.
+func flavorOf(server string) redisFlavor {
+	if server == report.RedisEverysec {
+		return redisEverysec
+	}
+	return redisPlain
+}
+
 // startRedis starts the redis-server that keeps nothing on the first
 // call. When it cannot, it returns nil and remembers why in
 // b.redisAbsent.
@@ -138,6 +147,18 @@ func (b *bench) redisMeasureOn(ctx context.Context, f redisFlavor, row *report.R
 // around empties the server, runs measure, with the server's CPU read
 // before and after it, and reads the total back.
 func (r *redisServer) around(ctx context.Context, row *report.Row, measure func() error) error {
+	return r.aroundCheck(ctx, row, measure, func() error {
+		sum, err := r.ctl.Eval(ctx, sumScript, nil).Int64()
+		if err != nil {
+			return fmt.Errorf("sum redis values: %w", err)
+		}
+		row.Checked, row.Stored, row.RowsWritten = true, sum, -1
+		return nil
+	})
+}
+
+// aroundCheck is around with check reading the result back instead.
+func (r *redisServer) aroundCheck(ctx context.Context, row *report.Row, measure, check func() error) error {
 	if err := r.ctl.FlushAll(ctx).Err(); err != nil {
 		return fmt.Errorf("FLUSHALL: %w", err)
 	}
@@ -146,10 +167,5 @@ func (r *redisServer) around(ctx context.Context, row *report.Row, measure func(
 		return err
 	}
 	cpu.finish(ctx, row)
-	sum, err := r.ctl.Eval(ctx, sumScript, nil).Int64()
-	if err != nil {
-		return fmt.Errorf("sum redis values: %w", err)
-	}
-	row.Checked, row.Stored, row.RowsWritten = true, sum, -1
-	return nil
+	return check()
 }

@@ -20,13 +20,16 @@ func (u usageError) Unwrap() error { return u.error }
 const usage = `usage: counterbench
 
 Measures counting into PostgreSQL: the patterns an application can use on
-its own, counterd, and redis-server for reference; and bounded budgets
+its own, counterd, and redis-server for reference; unique counts (PFADD
+against INCR and redis-server's PFADD, INCRONCE); and bounded budgets
 (seed 000) and ticket draws (seed 004) the same way. Writes bench.md,
 bench.csv and bench.png (and, for the sustain section, sustain.png and
 sustain.csv; for the budget and tickets sections, budgets.csv) into
 COUNTERBENCH_OUT, and there too everything counterd and redis-server
-print, to counterd.log, counterd-budget.log and redis-server.log. "make
-bench" builds counterd, starts a throwaway PostgreSQL and runs this.
+print, to counterd.log, counterd-uniques.log, counterd-budget.log and
+redis-server.log. "make bench" builds counterd, starts a throwaway
+PostgreSQL and runs this; COUNTERBENCH_SECTIONS=uniques make bench runs
+only the unique counts.
 
 Settings come from the environment:
 

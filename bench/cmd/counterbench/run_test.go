@@ -386,7 +386,7 @@ func TestHelpAndBadSettings(t *testing.T) {
 	if err := run(context.Background(), []string{"-h"}, nil, &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []string{"COUNTERBENCH_DURATION", "COUNTERBENCH_CLIENTS", "1,8,32,64", "COUNTERBENCH_REDIS_BENCHMARK", "DATABASE_URL"} {
+	for _, v := range []string{"COUNTERBENCH_DURATION", "COUNTERBENCH_CLIENTS", "1,8,32,64", "COUNTERBENCH_REDIS_BENCHMARK", "DATABASE_URL", "uniques", "COUNTERBENCH_ONCE_REPEATS"} {
 		if !strings.Contains(out.String(), v) {
 			t.Errorf("help lacks %q", v)
 		}
@@ -419,6 +419,12 @@ func TestHelpAndBadSettings(t *testing.T) {
 	f("COUNTERBENCH_BUDGET_APPROACHES", "COUNTERBENCH_BUDGET_APPROACHES=lock-free,hope")
 	f("COUNTERBENCH_BUDGET_DURATION", "COUNTERBENCH_BUDGET_DURATION=0s")
 	f("COUNTERBENCH_TICKETS", "COUNTERBENCH_TICKETS=0")
+	f("COUNTERBENCH_UNIQUES_REQUESTS", "COUNTERBENCH_UNIQUES_REQUESTS=1000")
+	f("COUNTERBENCH_ONCE_REQUESTS", "COUNTERBENCH_ONCE_REQUESTS=0")
+	f("COUNTERBENCH_UNIQUES_KEYS", "COUNTERBENCH_UNIQUES_KEYS=0")
+	f("COUNTERBENCH_UNIQUES_RUNS", "COUNTERBENCH_UNIQUES_RUNS=0")
+	f("COUNTERBENCH_ONCE_REPEATS", "COUNTERBENCH_ONCE_REPEATS=1,100")
+	f("COUNTERBENCH_ONCE_REPEATS", "COUNTERBENCH_ONCE_REPEATS=0")
 	f("DATABASE_URL", "DATABASE_URL=")
 	if err := run(context.Background(), []string{"extra"}, nil, &out, &out); !errors.As(err, new(usageError)) {
 		t.Errorf("extra argument: %v; want a usage error", err)

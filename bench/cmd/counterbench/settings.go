@@ -21,7 +21,7 @@ type settings struct {
 	// of hot.
 	Keyspace   uint64   `env:"COUNTERBENCH_KEYSPACE" envDefault:"1000000" help:"keys that zipf and uniform draw from"`
 	Approaches []string `env:"COUNTERBENCH_APPROACHES" envDefault:"all" help:"approaches to measure, comma-separated, or all"`
-	Sections   []string `env:"COUNTERBENCH_SECTIONS" envDefault:"matrix,ceiling,ingest,latency,sustain,windows,budget,tickets" help:"sections to run: matrix, ceiling, ingest, latency, sustain, windows, budget, tickets"`
+	Sections   []string `env:"COUNTERBENCH_SECTIONS" envDefault:"matrix,ceiling,ingest,latency,sustain,windows,uniques,budget,tickets" help:"sections to run: matrix, ceiling, ingest, latency, sustain, windows, uniques, budget, tickets"`
 	Out        string   `env:"COUNTERBENCH_OUT" envDefault:"results" help:"directory for bench.md, bench.csv, bench.png and the servers' logs"`
 	Schema     string   `env:"COUNTERBENCH_SCHEMA" envDefault:"counterbench" help:"schema holding every table of the run, counterd's included"`
 
@@ -42,6 +42,18 @@ type settings struct {
 	SustainRate     float64       `env:"COUNTERBENCH_SUSTAIN_RATE" envDefault:"150000" help:"increments per second offered to counterd in the sustain section"`
 	SustainDuration time.Duration `env:"COUNTERBENCH_SUSTAIN_DURATION" envDefault:"30s" help:"how long the sustain section runs"`
 
+	// K keys drawing members from K: 2,000,000 adds over 1,000 keys
+	// leave about 865 distinct members a key, below postgresql-hll's
+	// explicit threshold (1,280), where counter_uniques is exact, and
+	// repeat about 57% of the members.
+	UniquesRequests int `env:"COUNTERBENCH_UNIQUES_REQUESTS" envDefault:"2000000" help:"redis-benchmark -n of each INCR and PFADD cell of the uniques section (a multiple of 16)"`
+	UniquesKeys     int `env:"COUNTERBENCH_UNIQUES_KEYS" envDefault:"1000" help:"redis-benchmark -r of the INCR and PFADD cells: the keys, and the members each key draws from"`
+	UniquesRuns     int `env:"COUNTERBENCH_UNIQUES_RUNS" envDefault:"2" help:"times the uniques section runs every cell, interleaved"`
+	// INCRONCE decides every view in PostgreSQL (a seen-set row per
+	// new visitor), so its cells are smaller to keep the section short.
+	OnceRequests int       `env:"COUNTERBENCH_ONCE_REQUESTS" envDefault:"500000" help:"redis-benchmark -n of each INCRONCE cell of the uniques section (a multiple of 16)"`
+	OnceRepeats  []float64 `env:"COUNTERBENCH_ONCE_REPEATS" envDefault:"1,50" help:"shares of repeated views, in percent, the INCRONCE cells aim at (one cell each)"`
+
 	// Seed 000's sizes: one budget that runs out within a cell, one that
 	// does not (the steady state).
 	BudgetSizes      []int64  `env:"COUNTERBENCH_BUDGETS" envDefault:"10000,10000000" help:"budgets the budget section spends, comma-separated"`
@@ -55,7 +67,7 @@ type settings struct {
 }
 
 var (
-	sectionNames = []string{"matrix", "ceiling", "ingest", "latency", "sustain", "windows", "budget", "tickets"}
+	sectionNames = []string{"matrix", "ceiling", "ingest", "latency", "sustain", "windows", "uniques", "budget", "tickets"}
 	schemaName   = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 )
 
@@ -129,7 +141,33 @@ func (s *settings) Validate() error {
 	case s.SustainDuration <= 0:
 		return bad("COUNTERBENCH_SUSTAIN_DURATION", "must be positive")
 	}
+	if err := s.validateUniques(bad); err != nil {
+		return err
+	}
 	return s.validateBudget(bad)
+}
+
+// validateUniques checks the uniques section's settings.
+func (s *settings) validateUniques(bad func(name, format string, args ...any) error) error {
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"COUNTERBENCH_UNIQUES_REQUESTS", s.UniquesRequests}, {"COUNTERBENCH_ONCE_REQUESTS", s.OnceRequests}} {
+		if n.v < 16 || n.v%16 != 0 {
+			// Whole pipelines of 16, as in the ingest section.
+			return bad(n.name, "must be a positive multiple of 16")
+		}
+	}
+	switch {
+	case s.UniquesKeys < 1 || s.UniquesKeys > 10_000_000:
+		return bad("COUNTERBENCH_UNIQUES_KEYS", "must be within 1..10000000")
+	case s.UniquesRuns < 1 || s.UniquesRuns > 100:
+		return bad("COUNTERBENCH_UNIQUES_RUNS", "must be within 1..100")
+	case len(s.OnceRepeats) == 0 || slices.Min(s.OnceRepeats) <= 0 || slices.Max(s.OnceRepeats) >= 100:
+		return bad("COUNTERBENCH_ONCE_REPEATS", "must list percentages above 0 and below 100")
+	}
+	s.OnceRepeats = slices.Compact(s.OnceRepeats)
+	return nil
 }
 
 // validateBudget checks the budget and tickets sections' settings.

@@ -10,17 +10,20 @@ import (
 // microseconds; a column that does not apply to a row is empty.
 // drain_seconds and committed_rate are for counterd rows; the pending,
 // keeps_up, write and rounds columns for sustain rows; run numbers the
-// repetitions of ingest cells. The cpu columns are CPU microseconds per
+// repetitions of ingest and uniques cells; command, new, seen_rows,
+// wal_bytes_per_incr and rows_per_round are for uniques rows (see Row),
+// and rounds for them too. The cpu columns are CPU microseconds per
 // increment (see CPU): the server measured, counterd's PostgreSQL
 // backends, and the whole PostgreSQL server.
 var Columns = []string{
-	"section", "approach", "keys", "clients", "pipeline", "run", "seconds",
+	"section", "approach", "command", "keys", "clients", "pipeline", "run", "seconds",
 	"increments", "errors", "incr_per_s", "offered_per_s", "p50_us", "p99_us",
 	"stored", "exact", "diff", "estimate_bound95",
 	"rows_written", "rows_per_incr", "rows_per_s",
 	"drain_seconds", "committed_rate",
 	"pending_max_first_half", "pending_max_second_half", "keeps_up", "write_rows_per_s", "rounds",
 	"server_cpu_us_per_incr", "pg_cpu_us_per_incr", "pg_server_cpu_us_per_incr",
+	"new", "seen_rows", "wal_bytes_per_incr", "rows_per_round",
 	"missing", "note",
 }
 
@@ -44,7 +47,7 @@ func record(r Row) []string {
 	f := func(x float64, prec int) string { return strconv.FormatFloat(x, 'f', prec, 64) }
 	us := func(d int64) string { return f(float64(d)/1e3, 1) }
 	v := map[string]string{
-		"section": r.Section, "approach": r.Approach, "keys": r.Keys,
+		"section": r.Section, "approach": r.Approach, "command": r.Command, "keys": r.Keys,
 		"clients": strconv.Itoa(r.Clients), "pipeline": strconv.Itoa(r.Pipeline),
 		"missing": strconv.FormatBool(r.Missing), "note": r.Note,
 	}
@@ -80,8 +83,11 @@ func record(r Row) []string {
 		if r.WriteRate > 0 {
 			v["write_rows_per_s"] = f(r.WriteRate, 1)
 		}
-		if r.Section == Sustain {
+		if r.Section == Sustain || r.Rounds > 0 {
 			v["rounds"] = i(r.Rounds)
+		}
+		if r.Section == Uniques {
+			uniquesRecord(r, v)
 		}
 		for col, share := range map[string]Share{
 			"server_cpu_us_per_incr": r.CPU.Server, "pg_cpu_us_per_incr": r.CPU.PG, "pg_server_cpu_us_per_incr": r.CPU.PGServer,
@@ -96,4 +102,20 @@ func record(r Row) []string {
 		rec[n] = v[c]
 	}
 	return rec
+}
+
+// uniquesRecord fills the columns only uniques rows have.
+func uniquesRecord(r Row, v map[string]string) {
+	if r.New >= 0 {
+		v["new"] = strconv.FormatInt(r.New, 10)
+	}
+	if r.SeenRows >= 0 {
+		v["seen_rows"] = strconv.FormatInt(r.SeenRows, 10)
+	}
+	if w := r.WALPerIncr(); w >= 0 {
+		v["wal_bytes_per_incr"] = strconv.FormatFloat(w, 'f', 2, 64)
+	}
+	if p := r.RowsPerRound(); p >= 0 {
+		v["rows_per_round"] = strconv.FormatFloat(p, 'f', 1, 64)
+	}
 }

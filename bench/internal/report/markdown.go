@@ -17,7 +17,11 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	fmt.Fprintf(b, "# counterbench results\n\n")
 	fmt.Fprintf(b, "Measured %s, in %s. Reproduce with:\n\n```sh\n%s\n```\n\n",
 		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second), r.Command)
-	fmt.Fprintf(b, "counterd's and redis-server's logs: %s, %s, %s\n\n", CounterdLogFile, RedisLogFile, RedisAOFLogFile)
+	fmt.Fprintf(b, "counterd's and redis-server's logs: %s, %s, %s", CounterdLogFile, RedisLogFile, RedisAOFLogFile)
+	if len(section(r.Rows, Uniques)) > 0 {
+		fmt.Fprintf(b, ", %s", UniquesLogFile)
+	}
+	fmt.Fprintf(b, "\n\n")
 	table(b, []string{"machine", ""}, [][]string{
 		{"CPU", m.CPU},
 		{"cores", strconv.Itoa(m.Cores)},
@@ -40,6 +44,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	paced(b, r)
 	sustain(b, r)
 	windows(b, r)
+	uniques(b, r)
 	budgetMarkdown(b, &r.BudgetPart)
 	return b.Flush()
 }

@@ -39,6 +39,9 @@ const (
 	// Windows cells are counterd without time windows and with three
 	// (COUNTERD_WINDOWS), under the same load.
 	Windows = "windows"
+	// Uniques cells are redis-benchmark runs of INCR, PFADD and INCRONCE
+	// side by side.
+	Uniques = "uniques"
 )
 
 // Row is one measured cell.
@@ -76,7 +79,8 @@ type Row struct {
 	Drain time.Duration
 	// WriteRate is counterd's slot rows written per second of round
 	// commits (0 when unknown); Rounds counts the rounds committed.
-	// Both cover the load and the drain. Sustain rows only.
+	// Both cover the load and the drain. Sustain rows only, and Rounds
+	// also for counterd's uniques rows.
 	WriteRate float64
 	Rounds    int64
 	// Series is counterd's metrics sampled during the load, from its
@@ -87,6 +91,19 @@ type Row struct {
 	Run int
 	// CPU is the CPU time the servers spent on the cell.
 	CPU CPU
+	// Command names what a uniques row sent: INCR, PFADD, or INCRONCE
+	// with the share of repeats it aimed at. Uniques rows only.
+	Command string
+	// New counts, for PFADD, the distinct members the sketches hold
+	// afterwards (summed over the keys); for INCRONCE, the views counted.
+	// SeenRows counts, for INCRONCE, the seen-set rows the cell left:
+	// one per key and visitor counted, so it must equal New. Both -1 when
+	// not read. Uniques rows only.
+	New, SeenRows int64
+	// WALBytes is the WAL the whole PostgreSQL server wrote during the
+	// cell (pg_current_wal_lsn before it and after counterd's final
+	// FLUSH); 0 when not measured.
+	WALBytes int64
 	// Missing says the cell could not run, and Note why. Note may also
 	// carry a remark on a cell that ran.
 	Missing bool
@@ -218,6 +235,8 @@ const (
 	RedisAOFLogFile = "redis-server-everysec.log"
 	// BudgetLogFile is what the budget section's daemons printed.
 	BudgetLogFile = "counterd-budget.log"
+	// UniquesLogFile is what the uniques section's daemon printed.
+	UniquesLogFile = "counterd-uniques.log"
 )
 
 type file struct {
