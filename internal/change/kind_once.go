@@ -42,7 +42,7 @@ const onceSuffixLen = 16
 const MaxOnceWindow = 100 * 365 * 24 * time.Hour
 
 func init() {
-	Register(Once, Spec{Name: "once", Check: checkOnce})
+	Register(Once, Spec{Name: "once", Check: checkOnce, Suffix: onceSuffixLen})
 }
 
 func checkOnce(c Change) error {

@@ -32,3 +32,19 @@ func TestOnceViewRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A packed kind's CounterKey is the counter's key, so a store of
+// partitions places its cell with the key's other rows.
+func TestCounterKey(t *testing.T) {
+	for _, c := range []Change{
+		OnceView("post:42", VisitorHash([]byte("u")), time.Unix(1, 0), time.Hour),
+		BucketMember("post:42", Hour, 3600, 7),
+		Member("post:42", 7),
+		{Key: "post:42", Kind: Plain(), Delta: 1},
+		{Key: "post:42", Kind: Hour, Bucket: 3600, Delta: 1},
+	} {
+		if got := c.CounterKey(); got != "post:42" {
+			t.Errorf("%v: CounterKey() = %q; want post:42", c.Kind, got)
+		}
+	}
+}

@@ -36,7 +36,7 @@ func init() {
 		k    Kind
 		name string
 	}{{UniqueMinute, "unique_minute"}, {UniqueHour, "unique_hour"}, {UniqueDay, "unique_day"}} {
-		Register(w.k, Spec{Name: w.name, Check: checkUnique})
+		Register(w.k, Spec{Name: w.name, Check: checkUnique, Suffix: uniqueBucketSuffixLen})
 	}
 }
 

@@ -44,6 +44,23 @@ type Spec struct {
 	// Read folds a pending net of the kind into a read's value; nil adds
 	// it (AddReading).
 	Read func(r *Reading, n Net)
+	// Suffix is how many bytes a change's Key carries after the
+	// counter's key (a kind packing more into its cell, as Once its
+	// visitor and window); CounterKey strips them.
+	Suffix int
+}
+
+// CounterKey is the key of the counter c changes: its Key without the
+// bytes its kind packs after it (Spec.Suffix). A store of partitions
+// places c by it, so all of a key's rows share its partition.
+func (c Change) CounterKey() string {
+	if c.Kind == plain {
+		return c.Key
+	}
+	if s := specs[c.Kind]; s != nil && s.Suffix > 0 && len(c.Key) >= s.Suffix {
+		return c.Key[:len(c.Key)-s.Suffix]
+	}
+	return c.Key
 }
 
 // specs is the registry, indexed by kind.

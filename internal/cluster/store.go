@@ -19,6 +19,7 @@ import (
 type Part interface {
 	store.Store
 	ReadMembers(ctx context.Context, k change.Kind, keys []string) ([][]byte, error)
+	ReadBucketMembers(ctx context.Context, w change.Kind, keys []string, from, to int64) ([][]byte, error)
 }
 
 // Store is a store.Store over a cluster's partitions: every change and
@@ -142,7 +143,7 @@ func (s *Store) all() []int {
 func (s *Store) ApplyOnce(ctx context.Context, id store.BatchID, batch []change.Change) (store.ApplyResult, error) {
 	split := make([][]change.Change, len(s.parts))
 	for _, c := range batch {
-		p := s.partOf(c.Key)
+		p := s.partOf(c.CounterKey())
 		split[p] = append(split[p], c)
 	}
 	todo, skipped := s.plan(id, split)
@@ -396,6 +397,21 @@ func (s *Store) Overflows(ctx context.Context) (int64, error) {
 
 // ReadMembers reads each key's members on its partition.
 func (s *Store) ReadMembers(ctx context.Context, k change.Kind, keys []string) ([][]byte, error) {
+	return s.readPerKey(keys, func(p int, keys []string) ([][]byte, error) {
+		return s.parts[p].ReadMembers(ctx, k, keys)
+	})
+}
+
+// ReadBucketMembers reads each key's bucket members on its partition.
+func (s *Store) ReadBucketMembers(ctx context.Context, w change.Kind, keys []string, from, to int64) ([][]byte, error) {
+	return s.readPerKey(keys, func(p int, keys []string) ([][]byte, error) {
+		return s.parts[p].ReadBucketMembers(ctx, w, keys, from, to)
+	})
+}
+
+// readPerKey reads a value per key, each key's on its partition, the
+// partitions at once.
+func (s *Store) readPerKey(keys []string, read func(p int, keys []string) ([][]byte, error)) ([][]byte, error) {
 	g := s.group(keys)
 	out := make([][]byte, len(keys))
 	err := each(s.all(), func(p int) error {
@@ -403,7 +419,7 @@ func (s *Store) ReadMembers(ctx context.Context, k change.Kind, keys []string) (
 		if len(idx) == 0 {
 			return nil
 		}
-		got, err := s.parts[p].ReadMembers(ctx, k, pick(keys, idx))
+		got, err := read(p, pick(keys, idx))
 		if err != nil {
 			return err
 		}
