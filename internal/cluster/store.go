@@ -42,7 +42,7 @@ type Store struct {
 	parts []Part
 
 	mu      sync.Mutex
-	blocker []*store.BatchID       // by partition: the first round not written there
+	blocker []*store.BatchID         // by partition: the first round not written there
 	wrote   map[store.BatchID]uint64 // partitions (bits) of partly written rounds that have their part
 }
 
