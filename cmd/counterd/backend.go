@@ -5,7 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -13,6 +18,7 @@ import (
 	"github.com/counterd/counterd/internal/cluster"
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/database"
+	"github.com/counterd/counterd/internal/exposition"
 	"github.com/counterd/counterd/internal/slots"
 	"github.com/counterd/counterd/internal/store"
 )
@@ -28,6 +34,8 @@ type backend struct {
 	parts []*pgxpool.Pool
 	// cluster is COUNTERD_CLUSTER.
 	cluster string
+	// cs is the store over the partitions, once made.
+	cs *cluster.Store
 }
 
 // pools are the databases rows live in: the partitions, or the one.
@@ -100,8 +108,9 @@ func openBackend(ctx context.Context, cfg config.Counterd, proxy *pgxpool.Pool, 
 	return b, nil
 }
 
-// store returns the store over the backend's databases.
-func (b *backend) store(opts slots.Options) (store.Store, error) {
+// store returns the store over the backend's databases; on a cluster it
+// registers counterd_partition_behind for each partition on set.
+func (b *backend) store(opts slots.Options, set *metrics.Set) (store.Store, error) {
 	if b.parts == nil {
 		return slots.New(b.proxy, opts)
 	}
@@ -113,7 +122,40 @@ func (b *backend) store(opts slots.Options) (store.Store, error) {
 		}
 		parts[i] = s
 	}
-	return cluster.New(parts)
+	cs, err := cluster.New(parts)
+	if err != nil {
+		return nil, err
+	}
+	b.cs = cs
+	for p := range b.parts {
+		exposition.Gauge(set, fmt.Sprintf(`counterd_partition_behind{partition="%d"}`, p),
+			"1 while the partition is behind: a round's part failed there and later rounds wait for it (their other parts commit); 0 otherwise.",
+			func() float64 {
+				if _, ok := cs.Behind()[p]; ok {
+					return 1
+				}
+				return 0
+			})
+	}
+	return cs, nil
+}
+
+// behind names the partitions behind on a round, for /readyz; "" when
+// none is (or without a cluster).
+func (b *backend) behind() string {
+	if b.cs == nil {
+		return ""
+	}
+	bs := b.cs.Behind()
+	if len(bs) == 0 {
+		return ""
+	}
+	ps := slices.Sorted(maps.Keys(bs))
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = fmt.Sprintf("partition %d (since round %d)", p, bs[p].Seq)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // budgets returns where budgets are kept, for the run of generation.

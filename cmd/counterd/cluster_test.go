@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,4 +160,107 @@ func TestClusterKillMidRound(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestClusterPartitionOutage takes one partition's server down for 20 s
+// under load: increments keep being acknowledged, the other partition
+// keeps committing its keys, /readyz and counterd_partition_behind name
+// the partition, and once it is back every total is exact.
+func TestClusterPartitionOutage(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.StartServer(t)
+	c := pgtest.NewCluster(t, 2, pgtest.Options{NoMigrate: true, MaxConns: 4, PartURLs: []string{"", srv.URL}})
+	d := startDaemon(t, c.Proxy, "COUNTERD_CLUSTER="+c.Name, "COUNTERD_FLUSH_INTERVAL=50ms")
+	ctx := context.Background()
+	var keys [2][]string
+	for i := 0; len(keys[0]) < 8 || len(keys[1]) < 8; i++ {
+		k := fmt.Sprintf("v:%d", i)
+		p := cluster.Partition(k, 2)
+		keys[p] = append(keys[p], k)
+	}
+	all := append(slices.Clone(keys[0]), keys[1]...)
+	want := map[string]int64{}
+	rc := client(t, d.socket)
+	load := func(rounds int) {
+		t.Helper()
+		for range rounds {
+			pipe := rc.Pipeline()
+			for _, k := range all {
+				pipe.Incr(ctx, k)
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				t.Fatalf("INCR while partition 1 is down: %v", err)
+			}
+			for _, k := range all {
+				want[k]++
+			}
+		}
+	}
+	load(10)
+	flush(t, d.socket)
+
+	srv.Stop("fast")
+	down := time.Now()
+	load(10)
+	// Partition 0 commits what was acknowledged after the outage began.
+	for {
+		got := partTotals(t, c, 0, keys[0])
+		if got[keys[0][0]] == want[keys[0][0]] {
+			break
+		}
+		if time.Since(down) > 2*time.Minute {
+			t.Fatalf("partition 0 did not commit while partition 1 was down: %d of %d", got[keys[0][0]], want[keys[0][0]])
+		}
+		load(1)
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitNotReady(t, d, "partition 1")
+	if m := httpGet(t, "http://"+d.metricsAddr()+"/metrics"); !strings.Contains(m, `counterd_partition_behind{partition="1"} 1`) ||
+		!strings.Contains(m, `counterd_partition_behind{partition="0"} 0`) {
+		t.Errorf("metrics while partition 1 is down:\n%s", m)
+	}
+	// Under load for the rest of the 20 s.
+	for time.Since(down) < 20*time.Second {
+		load(1)
+		time.Sleep(100 * time.Millisecond)
+	}
+	srv.Start()
+	flush(t, d.socket)
+	for _, k := range all {
+		if got, err := rc.Get(ctx, k).Int64(); err != nil || got != want[k] {
+			t.Errorf("GET %s = %d, %v; want %d", k, got, err, want[k])
+		}
+	}
+	for p := range 2 {
+		got := partTotals(t, c, p, keys[p])
+		for _, k := range keys[p] {
+			if got[k] != want[k] {
+				t.Errorf("partition %d: %s = %d; want %d", p, k, got[k], want[k])
+			}
+		}
+	}
+	waitReady(t, d, "")
+}
+
+// waitNotReady polls /readyz until it answers 503 with a body naming
+// substr, for up to a minute.
+func waitNotReady(t *testing.T, d *daemon, substr string) {
+	t.Helper()
+	var last string
+	for start := time.Now(); time.Since(start) < time.Minute; time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Get("http://" + d.metricsAddr() + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(body), substr) {
+			return
+		}
+		last = fmt.Sprintf("%s %q", resp.Status, body)
+	}
+	t.Fatalf("/readyz: %s; want 503 naming %q", last, substr)
 }

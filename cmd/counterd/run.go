@@ -117,7 +117,8 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		return err
 	}
 	defer b.close()
-	st, err := b.store(rules.storeOptions(cfg))
+	set := metrics.NewSet()
+	st, err := b.store(rules.storeOptions(cfg), set)
 	if err != nil {
 		return err
 	}
@@ -129,7 +130,6 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		return settingError("COUNTERD_SOCKET", err)
 	}
 	defer reserved.Close() // a no-op once Listen has taken the lock over
-	set := metrics.NewSet()
 	jr, recovered, err := openJournal(cfg, log, set)
 	if err != nil {
 		return err
@@ -320,6 +320,11 @@ func (r readiness) check(ctx context.Context) (string, error) {
 		note = fmt.Sprintf("; %d keys have a total beyond int64 (see counter_overflows)", n)
 	}
 	err := r.buf.Ready()
+	if behind := r.db.behind(); behind != "" {
+		// The flusher may be between attempts: say which partitions
+		// hold rounds back either way.
+		err = errors.Join(fmt.Errorf("behind: %s; the other partitions commit", behind), err)
+	}
 	if err == nil {
 		// No round has failed, but a round's first attempt may
 		// still be waiting on an unreachable database (and with
