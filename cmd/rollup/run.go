@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -14,6 +15,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/counterd/counterd/internal/admin"
+	"github.com/counterd/counterd/internal/cluster"
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/database"
 	"github.com/counterd/counterd/internal/logging"
@@ -67,15 +69,83 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	rs, closeParts, err := partitions(ctx, cfg, pool, r)
+	if err != nil {
+		return err
+	}
+	defer closeParts()
 	if cmd == "once" {
 		// rollup once reports on stdout for the operator who ran it.
-		r.stdout = stdout
-		return r.pass(ctx)
+		for _, r := range rs {
+			r.stdout = stdout
+		}
+		return passAll(ctx, rs)
 	}
 	if err := serveMetrics(ctx, cfg, r.set, log); err != nil {
 		return err
 	}
-	return schedule(ctx, cfg.Schedule, log, func() error { return r.pass(ctx) })
+	return schedule(ctx, cfg.Schedule, log, func() error { return passAll(ctx, rs) })
+}
+
+// partitions returns a roller per partition of ROLLUP_CLUSTER, each over
+// its own pool, sharing r's settings and metrics; without a cluster, r
+// alone. The returned function closes the partitions' pools.
+func partitions(ctx context.Context, cfg config.Rollup, proxy *pgxpool.Pool, r *roller) ([]*roller, func(), error) {
+	if cfg.Cluster == "" {
+		return []*roller{r}, func() {}, nil
+	}
+	dsns, err := cluster.Discover(ctx, proxy, cfg.Cluster)
+	if err != nil {
+		if errors.Is(err, cluster.ErrNotDeclared) || errors.Is(err, cluster.ErrBadDeclaration) {
+			return nil, nil, usageError{fmt.Errorf("ROLLUP_CLUSTER: %w", err)}
+		}
+		return nil, nil, fmt.Errorf("ROLLUP_CLUSTER: %w", err)
+	}
+	var pools []*pgxpool.Pool
+	closeAll := func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}
+	rs := make([]*roller, len(dsns))
+	for i, dsn := range dsns {
+		pool, err := database.Open(dsn, database.Options{MaxConns: 2, StatementTimeout: cfg.StatementTimeout, LockTimeout: cfg.LockTimeout})
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("ROLLUP_CLUSTER %s: partition %d: %w", cfg.Cluster, i, err)
+		}
+		pools = append(pools, pool)
+		st, err := slots.New(pool, slots.Options{})
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		p := *r
+		p.store, p.log = st, r.log.With("partition", i)
+		rs[i] = &p
+	}
+	r.log.Info("rolling up a PL/Proxy cluster", "cluster", cfg.Cluster, "partitions", len(rs))
+	return rs, closeAll, nil
+}
+
+// passAll runs a pass of every roller at once: on a cluster each
+// partition folds its own rows exactly once, in its own transactions, and
+// one partition failing leaves the others' passes done.
+func passAll(ctx context.Context, rs []*roller) error {
+	if len(rs) == 1 {
+		return rs[0].pass(ctx)
+	}
+	errs := make([]error, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Go(func() {
+			if err := r.pass(ctx); err != nil {
+				errs[i] = fmt.Errorf("partition %d: %w", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // prepare waits for the database, opens the store and resolves

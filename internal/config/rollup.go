@@ -1,7 +1,9 @@
 package config
 
 import (
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -34,6 +36,7 @@ type Rollup struct {
 	// Parsed by internal/targets; checked against the catalog when the
 	// rollup starts.
 	Targets string `env:"ROLLUP_TARGETS" help:"app columns each fold adds to, separated by ';': pattern=[schema.]table.column, as 'post:{id}:likes=posts.like_count'"`
+	Cluster string `env:"ROLLUP_CLUSTER" help:"PL/Proxy cluster declared in the DATABASE_URL database (as COUNTERD_CLUSTER): fold every partition, each on its own, at once; not with ROLLUP_TARGETS"`
 	// Off by default: rollup was a plain cron job before it had metrics,
 	// and two of them on one host must not fight over a port.
 	MetricsAddr string     `env:"ROLLUP_METRICS_ADDR" envDefault:"off" help:"HTTP address for /metrics and /healthz of the scheduler (off disables)"`
@@ -66,6 +69,15 @@ func (c *Rollup) Validate() error {
 	}
 	if _, err := targets.Parse(c.Targets); err != nil {
 		return &Error{"ROLLUP_TARGETS", err.Error()}
+	}
+	if c.Cluster != "" && !identifier(c.Cluster) {
+		return &Error{"ROLLUP_CLUSTER", fmt.Sprintf("%q is not a PL/Proxy cluster name (lower-case letters, digits and _, not starting with a digit)", c.Cluster)}
+	}
+	if c.Cluster != "" && strings.TrimSpace(c.Targets) != "" {
+		// A fold into the app's columns commits with the fold of the
+		// slot rows, in one transaction; the app's table is not on the
+		// partitions, and no transaction spans databases.
+		return &Error{"ROLLUP_TARGETS", "cannot be used with ROLLUP_CLUSTER: a fold into the app's columns needs them in the partition's transaction (see docs/scaling.md)"}
 	}
 	return validLogFormat("ROLLUP_LOG_FORMAT", c.LogFormat)
 }
