@@ -250,7 +250,7 @@ func (a *Accumulator) Cut() (bool, error) {
 	r := &round{id: store.BatchID{Identity: a.id, Seq: seq}, parts: make(parts, len(a.shards))}
 	for i, s := range a.shards {
 		r.parts[i] = s.cells
-		s.cells = newCells(presize(len(s.cells.totals)))
+		s.cells = newCells(presize(len(s.cells.totals)), presize(len(s.cells.other)))
 	}
 	a.keys.Store(0)
 	a.queue(r)

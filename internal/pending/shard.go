@@ -111,7 +111,7 @@ func (s *shard) journal(jr Journal, acc []change.Change) (journal.Position, erro
 }
 
 func newShard() *shard {
-	return &shard{cells: newCells(0), fresh: make(map[change.ID]int64)}
+	return &shard{cells: newCells(0, 0), fresh: make(map[change.ID]int64)}
 }
 
 // Shard is one event loop's part of the accept path: AddGroup through it
