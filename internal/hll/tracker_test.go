@@ -42,3 +42,18 @@ func TestTrackerAnswersAsSketch(t *testing.T) {
 	f("default past exact", DefaultSettings, 5000, 30000)
 	f("default one at the limit", DefaultSettings, DefaultSettings.explicitLimit()+1, 40000)
 }
+
+// A Reset sketch builds the same bytes as a new one, whatever form it
+// held before (exact, registers).
+func TestSketchReset(t *testing.T) {
+	t.Parallel()
+	s := NewDefault()
+	for _, n := range []int{3000, 10, 0, 1500, 7} {
+		s.Reset()
+		want := fill(NewDefault(), n, 2*n+5)
+		fill(s, n, 2*n+5)
+		if got, wb := mustBytes(t, s), mustBytes(t, want); string(got) != string(wb) {
+			t.Fatalf("after Reset, members %d..%d: got %x; want %x", n, 2*n+4, got[:min(16, len(got))], wb[:min(16, len(wb))])
+		}
+	}
+}
