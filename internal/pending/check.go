@@ -78,13 +78,9 @@ func (a *Accumulator) check(s *shard, items []change.Change, errs []error, excl 
 // key's cell when the group is folded, and is given back (s.reserved) if
 // the group is not.
 func (a *Accumulator) reserveKey(s *shard) bool {
-	n := a.keys.Add(1)
-	if n > a.maxPending {
+	if a.keys.Add(1) > a.maxPending {
 		a.keys.Add(-1)
 		return false
-	}
-	if n == a.maxKeys {
-		a.kick()
 	}
 	s.reserved++
 	return true
