@@ -179,14 +179,15 @@ func (a *Accumulator) addLocked(s *shard, items []change.Change, errs []error, e
 	}
 	for i, ch := range acc {
 		c := s.found[i]
-		if c == nil {
-			// New before this group, its key reserved by check; an
-			// earlier change of the group may have created it since.
+		switch c {
+		case nil:
+			// New to s, its key reserved by check, and no earlier
+			// change of the group has it.
 			id := ch.Cell()
-			if c = s.cells.get(id); c == nil {
-				c = s.cells.add(id)
-				a.countRow(s, id)
-			}
+			c = s.cells.add(id)
+			a.countRow(s, id)
+		case heldEarlier:
+			c = s.cells.get(ch.Cell()) // its group's first change made it
 		}
 		if exclusive(ch.Kind) {
 			s.cells.fold(c, ch)

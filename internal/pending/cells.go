@@ -86,14 +86,19 @@ func (cs *cells) Lookup(id change.ID) *change.Net {
 	return nil
 }
 
-// add inserts a new cell for id, copying its key.
+// add inserts a new cell for id, copying its key. id must have none: a
+// second would drop what the first holds.
 func (cs cells) add(id change.ID) *cell {
 	c := cs.slab.next()
 	id.Key = strings.Clone(id.Key) // it may alias a buffer the caller reuses
+	n := cs.len()
 	if plainCell(id) {
 		cs.totals[id.Key] = c
 	} else {
 		cs.other[id] = c
+	}
+	if cs.len() == n {
+		panic("BUG: a second cell for one counter")
 	}
 	return c
 }

@@ -68,3 +68,26 @@ func TestMaxKeysCountsSetsNotMembers(t *testing.T) {
 		t.Fatalf("%d counters: no round started at MaxKeys %d", maxKeys, maxKeys)
 	}
 }
+
+// A counter new to a shard that a group changes several times gets one
+// cell: the group's first change makes it, later ones find it.
+func TestGroupRepeatsNewCounter(t *testing.T) {
+	t.Parallel()
+	b := New(nil, Options{Interval: time.Hour})
+	incr := func(k string) change.Change { return change.Change{Key: k, Kind: change.Plain(), Delta: 1} }
+	items := []change.Change{change.Member("k", 1), incr("a"), change.Member("k", 1), incr("a"), change.Member("k", 2), incr("a")}
+	errs := make([]error, len(items))
+	if _, err := b.AddGroup(items, errs); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.PendingKeys(); got != 3 {
+		t.Fatalf("pending cells: got %d; want 3", got)
+	}
+	r := b.acc.parts()
+	if c, ok := r.get(change.ID{Key: "a", Kind: change.Plain()}); !ok || c.N != 3 {
+		t.Fatalf("a: got %d (%v); want 3", c.N, ok)
+	}
+	if c, ok := r.get(change.Member("k", 1).Cell()); !ok || c.N != 2 {
+		t.Fatalf("member 1 of k: got %d (%v); want 2", c.N, ok)
+	}
+}

@@ -63,7 +63,7 @@ type shard struct {
 	// Scratch of the group under check, reused so a group does not
 	// allocate.
 	group    uint64  // stamps cells a group under check has touched
-	found    []*cell // per accepted change, its cell (nil if new)
+	found    []*cell // per accepted change, its cell (nil or heldEarlier if new: see check)
 	fresh    map[change.ID]int64
 	accepted []change.Change
 	expanded []change.Change // one item and its bucket changes
