@@ -50,7 +50,7 @@ type Accumulator struct {
 
 	nextSeq uint64       // without a journal: the seq of the accumulating round; written under every lock
 	keys    atomic.Int64 // cells in every shard; read without a lock
-	rows    atomic.Int64 // what the round will write, counted by countRow, against maxKeys
+	rows    atomic.Int64 // rows the round will write (newCell), against maxKeys
 
 	// win, when not nil, expands each increment of a key with windows
 	// into bucket changes stamped by clock (see check).
@@ -183,9 +183,7 @@ func (a *Accumulator) addLocked(s *shard, items []change.Change, errs []error, e
 		case nil:
 			// New to s, its key reserved by check, and no earlier
 			// change of the group has it.
-			id := ch.Cell()
-			c = s.cells.add(id)
-			a.countRow(s, id)
+			c = a.newCell(s, ch.Cell())
 		case heldEarlier:
 			c = s.cells.get(ch.Cell()) // its group's first change made it
 		}
@@ -255,7 +253,7 @@ func (a *Accumulator) Cut() (bool, error) {
 	for i, s := range a.shards {
 		r.parts[i] = s.cells
 		s.cells = newCells(presize(len(s.cells.totals)), presize(len(s.cells.other)))
-		s.sets = make(map[change.ID]struct{}, presize(len(s.sets)))
+		s.sets = make(map[change.ID]string, presize(len(s.sets)))
 	}
 	a.keys.Store(0)
 	a.rows.Store(0)
@@ -263,22 +261,37 @@ func (a *Accumulator) Cut() (bool, error) {
 	return true, nil
 }
 
-// countRow counts id, a cell new to s, towards MaxKeys, which starts a
-// round early: a counter's cell is a row of its own, but a unique member
-// (change.Unique and its windowed kinds) is one of its set's members, all
-// of which a round writes as one sketch row, so only the set's first
-// member in s counts. Counting members instead cut a round every MaxKeys
-// members under PFADD: six times as many rounds as INCR's at the same
-// rate, each rewriting every key's sketch row in PostgreSQL.
-func (a *Accumulator) countRow(s *shard, id change.ID) {
+// newCell adds a cell for id, new to s, and counts it towards MaxKeys,
+// which starts a round early, by the rows the round will write: a
+// counter's cell is a row of its own, but a unique member (change.Unique
+// and its windowed kinds) is one of its set's members, all of which a
+// round writes as one sketch row, so only the set's first member in s
+// counts. (Counting members cut a round every MaxKeys members under
+// PFADD: six times as many rounds as INCR's at the same rate, each
+// rewriting every key's sketch row in PostgreSQL.) A set's members share
+// one copy of its key.
+func (a *Accumulator) newCell(s *shard, id change.ID) *cell {
 	if isMember(id.Kind) {
 		set := change.ID{Key: id.Key, Kind: id.Kind}
-		if _, ok := s.sets[set]; ok {
-			return
+		key, ok := s.sets[set]
+		if ok {
+			id.Key = key
+			return s.cells.addOwned(id)
 		}
-		set.Key = strings.Clone(set.Key) // it may alias the caller's buffer
-		s.sets[set] = struct{}{}
+		key = strings.Clone(id.Key) // it may alias the caller's buffer
+		set.Key, id.Key = key, key
+		s.sets[set] = key
+		c := s.cells.addOwned(id)
+		a.countRow()
+		return c
 	}
+	c := s.cells.add(id)
+	a.countRow()
+	return c
+}
+
+// countRow counts a row the accumulating round will write.
+func (a *Accumulator) countRow() {
 	if a.rows.Add(1) == a.maxKeys {
 		a.kick()
 	}

@@ -89,8 +89,14 @@ func (cs *cells) Lookup(id change.ID) *change.Net {
 // add inserts a new cell for id, copying its key. id must have none: a
 // second would drop what the first holds.
 func (cs cells) add(id change.ID) *cell {
-	c := cs.slab.next()
 	id.Key = strings.Clone(id.Key) // it may alias a buffer the caller reuses
+	return cs.addOwned(id)
+}
+
+// addOwned is add for an id whose key nothing else changes: it is kept
+// as it is.
+func (cs cells) addOwned(id change.ID) *cell {
+	c := cs.slab.next()
 	n := cs.len()
 	if plainCell(id) {
 		cs.totals[id.Key] = c

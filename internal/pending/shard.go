@@ -72,8 +72,8 @@ type shard struct {
 	rec      []byte // the group's journal record, encoded outside the journal's lock
 
 	// sets are the unique sets (a key's members of one kind) the
-	// accumulating round holds in this shard: countRow counts each once.
-	sets map[change.ID]struct{}
+	// accumulating round holds in this shard: newCell counts each once.
+	sets map[change.ID]string // to the set's copy of its key
 }
 
 // maxKeptRecord stops one huge record from pinning its buffer forever.
@@ -115,7 +115,7 @@ func (s *shard) journal(jr Journal, acc []change.Change) (journal.Position, erro
 }
 
 func newShard() *shard {
-	return &shard{cells: newCells(0, 0), fresh: make(map[change.ID]int64), sets: make(map[change.ID]struct{})}
+	return &shard{cells: newCells(0, 0), fresh: make(map[change.ID]int64), sets: make(map[change.ID]string)}
 }
 
 // Shard is one event loop's part of the accept path: AddGroup through it
@@ -192,7 +192,7 @@ func (a *Accumulator) markBig(id change.ID, c *cell) {
 }
 
 // addCell adds a cell for id to s, counting it as pending; it holds what
-// cells of other shards held, whose rows countRow counted already.
+// cells of other shards held, whose rows newCell counted already.
 func (a *Accumulator) addCell(s *shard, id change.ID) *cell {
 	c := s.cells.add(id)
 	a.keys.Add(1)
