@@ -185,7 +185,9 @@ func (a *Accumulator) addLocked(s *shard, items []change.Change, errs []error, e
 			// change of the group has it.
 			c = a.newCell(s, ch.Cell())
 		case heldEarlier:
-			c = s.cells.get(ch.Cell()) // its group's first change made it
+			if c = s.cells.get(ch.Cell()); c == nil {
+				panic("BUG: a group's earlier change to a new counter left no cell")
+			}
 		}
 		if exclusive(ch.Kind) {
 			s.cells.fold(c, ch)
