@@ -2,6 +2,7 @@ package hll
 
 import (
 	"encoding/binary"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -110,5 +111,40 @@ func BenchmarkEstimate(b *testing.B) {
 		for b.Loop() {
 			s.ClassicEstimate()
 		}
+	})
+}
+
+// BenchmarkChanged is PFADD's reply per member under make bench's load:
+// 1,000 keys each fed members drawn uniformly from 1,000, answered by a
+// Sketch per key and by a Tracker per key.
+func BenchmarkChanged(b *testing.B) {
+	const keys, members, draws = 1000, 1000, 1 << 20
+	hashes := make([]uint64, members)
+	for i := range hashes {
+		hashes[i] = HashInt64(int64(i))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	key, member := make([]uint16, draws), make([]uint16, draws)
+	for i := range draws {
+		key[i], member[i] = uint16(rng.IntN(keys)), uint16(rng.IntN(members))
+	}
+	run := func(b *testing.B, add func(k int, h uint64) bool) {
+		for i := 0; b.Loop(); i++ {
+			add(int(key[i%draws]), hashes[member[i%draws]])
+		}
+	}
+	b.Run("sketch", func(b *testing.B) {
+		sk := make([]*Sketch, keys)
+		for i := range sk {
+			sk[i] = NewDefault()
+		}
+		run(b, func(k int, h uint64) bool { return sk[k].Add(h) })
+	})
+	b.Run("tracker", func(b *testing.B) {
+		tr := make([]*Tracker, keys)
+		for i := range tr {
+			tr[i] = NewTracker()
+		}
+		run(b, func(k int, h uint64) bool { return tr[k].Add(h) })
 	})
 }

@@ -98,6 +98,12 @@ func (s *Sketch) Clone() *Sketch {
 	return &c
 }
 
+// Reset empties s, keeping its settings and the room of its exact form,
+// so one sketch can build many in turn.
+func (s *Sketch) Reset() {
+	s.state, s.explicit, s.regs, s.filled = KindEmpty, s.explicit[:0], nil, 0
+}
+
 // Add adds one hash (see Hash) and reports whether the sketch changed: a
 // new exact element, a register raised, or the switch from exact to
 // registers. A hash whose bits above the register index are all zero

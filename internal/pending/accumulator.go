@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/counterd/counterd/internal/change"
@@ -49,6 +50,7 @@ type Accumulator struct {
 
 	nextSeq uint64       // without a journal: the seq of the accumulating round; written under every lock
 	keys    atomic.Int64 // cells in every shard; read without a lock
+	rows    atomic.Int64 // rows the round will write (newCell), against maxKeys
 
 	// win, when not nil, expands each increment of a key with windows
 	// into bucket changes stamped by clock (see check).
@@ -177,12 +179,14 @@ func (a *Accumulator) addLocked(s *shard, items []change.Change, errs []error, e
 	}
 	for i, ch := range acc {
 		c := s.found[i]
-		if c == nil {
-			// New before this group, its key reserved by check; an
-			// earlier change of the group may have created it since.
-			id := ch.Cell()
-			if c = s.cells.get(id); c == nil {
-				c = s.cells.add(id)
+		switch c {
+		case nil:
+			// New to s, its key reserved by check, and no earlier
+			// change of the group has it.
+			c = a.newCell(s, ch.Cell())
+		case heldEarlier:
+			if c = s.cells.get(ch.Cell()); c == nil {
+				panic("BUG: a group's earlier change to a new counter left no cell")
 			}
 		}
 		if exclusive(ch.Kind) {
@@ -250,11 +254,58 @@ func (a *Accumulator) Cut() (bool, error) {
 	r := &round{id: store.BatchID{Identity: a.id, Seq: seq}, parts: make(parts, len(a.shards))}
 	for i, s := range a.shards {
 		r.parts[i] = s.cells
-		s.cells = newCells(presize(len(s.cells.totals)))
+		s.cells = newCells(presize(len(s.cells.totals)), presize(len(s.cells.other)))
+		s.sets = make(map[change.ID]string, presize(len(s.sets)))
 	}
 	a.keys.Store(0)
+	a.rows.Store(0)
 	a.queue(r)
 	return true, nil
+}
+
+// newCell adds a cell for id, new to s, and counts it towards MaxKeys,
+// which starts a round early, by the rows the round will write: a
+// counter's cell is a row of its own, but a unique member (change.Unique
+// and its windowed kinds) is one of its set's members, all of which a
+// round writes as one sketch row, so only the set's first member in s
+// counts. (Counting members cut a round every MaxKeys members under
+// PFADD: six times as many rounds as INCR's at the same rate, each
+// rewriting every key's sketch row in PostgreSQL.) A set's members share
+// one copy of its key.
+func (a *Accumulator) newCell(s *shard, id change.ID) *cell {
+	if isMember(id.Kind) {
+		set := change.ID{Key: id.Key, Kind: id.Kind}
+		key, ok := s.sets[set]
+		if ok {
+			id.Key = key
+			return s.cells.addOwned(id)
+		}
+		key = strings.Clone(id.Key) // it may alias the caller's buffer
+		set.Key, id.Key = key, key
+		s.sets[set] = key
+		c := s.cells.addOwned(id)
+		a.countRow()
+		return c
+	}
+	c := s.cells.add(id)
+	a.countRow()
+	return c
+}
+
+// countRow counts a row the accumulating round will write.
+func (a *Accumulator) countRow() {
+	if a.rows.Add(1) == a.maxKeys {
+		a.kick()
+	}
+}
+
+// isMember reports whether a change of kind k is a member of a unique set.
+func isMember(k change.Kind) bool {
+	if k == change.Unique {
+		return true
+	}
+	_, ok := change.WindowOfUnique(k)
+	return ok
 }
 
 // PendingKeys reports how many distinct counters wait for the next round.

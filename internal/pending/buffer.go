@@ -126,7 +126,7 @@ func New(st store.Store, opts Options) *Buffer {
 	a.m, f.m = m, m
 	f.done = a.seq() - 1
 	for _, rec := range opts.Recovered {
-		cs := newCells(len(rec.Changes))
+		cs := newCells(len(rec.Changes), 0)
 		for _, c := range rec.Changes {
 			cs.restore(c)
 		}

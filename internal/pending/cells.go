@@ -28,6 +28,27 @@ type cell struct {
 type cells struct {
 	totals map[string]*cell
 	other  map[change.ID]*cell
+	slab   *cellSlab
+}
+
+// cellSlab hands out cells from chunks: a unique member is a cell of its
+// own (change.Unique), so a round of PFADDs makes cells by the thousand,
+// and one allocation per chunk instead of per cell keeps that cheap. A
+// chunk lives as long as any of its cells, all of which go with their
+// round.
+type cellSlab struct{ free []cell }
+
+// cellChunk is how many cells one allocation makes.
+const cellChunk = 128
+
+// next returns a zero cell.
+func (sl *cellSlab) next() *cell {
+	if len(sl.free) == 0 {
+		sl.free = make([]cell, cellChunk)
+	}
+	c := &sl.free[0]
+	sl.free = sl.free[1:]
+	return c
 }
 
 // maxPresize bounds the room a new round's map is made with. Sizing it
@@ -40,8 +61,10 @@ const maxPresize = 16 << 10
 // presize is the room for a round after one of n keys.
 func presize(n int) int { return min(n, maxPresize) }
 
-func newCells(hint int) cells {
-	return cells{totals: make(map[string]*cell, hint), other: make(map[change.ID]*cell)}
+// newCells returns empty cells with room for totals plain cells and other
+// cells of other kinds.
+func newCells(totals, other int) cells {
+	return cells{totals: make(map[string]*cell, totals), other: make(map[change.ID]*cell, other), slab: &cellSlab{}}
 }
 
 // plainCell reports whether id is kept in cells.totals.
@@ -63,14 +86,25 @@ func (cs *cells) Lookup(id change.ID) *change.Net {
 	return nil
 }
 
-// add inserts a new cell for id, copying its key.
+// add inserts a new cell for id, copying its key. id must have none: a
+// second would drop what the first holds.
 func (cs cells) add(id change.ID) *cell {
-	c := &cell{}
 	id.Key = strings.Clone(id.Key) // it may alias a buffer the caller reuses
+	return cs.addOwned(id)
+}
+
+// addOwned is add for an id whose key nothing else changes: it is kept
+// as it is.
+func (cs cells) addOwned(id change.ID) *cell {
+	c := cs.slab.next()
+	n := cs.len()
 	if plainCell(id) {
 		cs.totals[id.Key] = c
 	} else {
 		cs.other[id] = c
+	}
+	if cs.len() == n {
+		panic("BUG: a second cell for one counter")
 	}
 	return c
 }

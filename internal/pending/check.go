@@ -6,13 +6,20 @@ import (
 	"github.com/counterd/counterd/internal/change"
 )
 
+// heldEarlier stands in s.found for a counter new to s whose cell an
+// earlier change of the same group creates when the group is folded: the
+// fold looks that one up, and creates the cell of a nil one without a
+// lookup. It is never folded into.
+var heldEarlier = new(cell)
+
 // errExclusive stops a fast-path check at a change that needs every
 // shard's lock (see shard.go); it never reaches a caller.
 var errExclusive = errors.New("change needs the exclusive path")
 
 // check returns the changes of items that may be accepted, how many items
 // that is and how many were refused, and leaves each accepted change's
-// cell (nil for a counter new to s) in s.found. On the fast path (excl
+// cell in s.found: nil for a counter new to s at its first change in the
+// group, heldEarlier at a later one. On the fast path (excl
 // false) it stops at the first item that needs the exclusive path and
 // returns its index as stop; items from stop on are not checked. With
 // excl the caller holds every lock and s is shard 0; otherwise it holds
@@ -52,6 +59,9 @@ func (a *Accumulator) check(s *shard, items []change.Change, errs []error, excl 
 			}
 			if err == nil {
 				s.settle(c, id, sum, track)
+				if c == nil && seen {
+					c = heldEarlier
+				}
 			}
 		} else {
 			c, err = a.checkOne(s, ch, excl, track, &u)
@@ -78,13 +88,9 @@ func (a *Accumulator) check(s *shard, items []change.Change, errs []error, excl 
 // key's cell when the group is folded, and is given back (s.reserved) if
 // the group is not.
 func (a *Accumulator) reserveKey(s *shard) bool {
-	n := a.keys.Add(1)
-	if n > a.maxPending {
+	if a.keys.Add(1) > a.maxPending {
 		a.keys.Add(-1)
 		return false
-	}
-	if n == a.maxKeys {
-		a.kick()
 	}
 	s.reserved++
 	return true
@@ -193,6 +199,9 @@ func (a *Accumulator) checkOne(s *shard, ch change.Change, excl, track bool, u *
 	s.settle(c, id, sum, track)
 	if c == nil && track {
 		u.id = id
+	}
+	if c == nil && seen {
+		return heldEarlier, nil
 	}
 	return c, nil
 }

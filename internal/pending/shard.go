@@ -63,13 +63,17 @@ type shard struct {
 	// Scratch of the group under check, reused so a group does not
 	// allocate.
 	group    uint64  // stamps cells a group under check has touched
-	found    []*cell // per accepted change, its cell (nil if new)
+	found    []*cell // per accepted change, its cell (nil or heldEarlier if new: see check)
 	fresh    map[change.ID]int64
 	accepted []change.Change
 	expanded []change.Change // one item and its bucket changes
 	undo     []undoEntry
 	reserved int64  // keys the group under check reserved (reserveKey)
 	rec      []byte // the group's journal record, encoded outside the journal's lock
+
+	// sets are the unique sets (a key's members of one kind) the
+	// accumulating round holds in this shard: newCell counts each once.
+	sets map[change.ID]string // to the set's copy of its key
 }
 
 // maxKeptRecord stops one huge record from pinning its buffer forever.
@@ -111,7 +115,7 @@ func (s *shard) journal(jr Journal, acc []change.Change) (journal.Position, erro
 }
 
 func newShard() *shard {
-	return &shard{cells: newCells(0), fresh: make(map[change.ID]int64)}
+	return &shard{cells: newCells(0, 0), fresh: make(map[change.ID]int64), sets: make(map[change.ID]string)}
 }
 
 // Shard is one event loop's part of the accept path: AddGroup through it
@@ -187,12 +191,11 @@ func (a *Accumulator) markBig(id change.ID, c *cell) {
 	}
 }
 
-// addCell adds a cell for id to s, counting it against MaxKeys.
+// addCell adds a cell for id to s, counting it as pending; it holds what
+// cells of other shards held, whose rows newCell counted already.
 func (a *Accumulator) addCell(s *shard, id change.ID) *cell {
 	c := s.cells.add(id)
-	if a.keys.Add(1) == a.maxKeys {
-		a.kick()
-	}
+	a.keys.Add(1)
 	return c
 }
 

@@ -20,28 +20,30 @@ import (
 // PFADD that failed part way is safe to send again.
 
 // maxViewKeys bounds the keys whose sketch this daemon keeps to answer
-// PFADD's "changed" (a sketch with registers takes 16 KiB, so at most
-// 64 MiB): past it the view starts afresh, and a key it forgot answers 1
+// PFADD's "changed" (a tracker takes at most 16 KiB, its exact set or
+// its registers, so at most 64 MiB): past it the view starts afresh, and a key it forgot answers 1
 // once more, as a key new to this daemon does.
 const maxViewKeys = 4096
 
 // uniqueView is this daemon's sketch of each key it added members to since
-// it started: PFADD's reply says whether it changed.
+// it started: PFADD's reply says whether it changed. It keeps an
+// hll.Tracker per key, which answers as the sketch would but looks a
+// member up with one probe instead of a binary search of the exact form.
 type uniqueView struct {
 	mu    sync.Mutex
-	byKey map[string]*hll.Sketch
+	byKey map[string]*hll.Tracker
 }
 
 // sketch returns key's sketch, made (with a copy of key) if the view has
 // none, and whether it was made. The caller holds v.mu.
-func (v *uniqueView) sketch(key string) (*hll.Sketch, bool) {
+func (v *uniqueView) sketch(key string) (*hll.Tracker, bool) {
 	if sk, ok := v.byKey[key]; ok {
 		return sk, false
 	}
 	if v.byKey == nil || len(v.byKey) >= maxViewKeys {
-		v.byKey = make(map[string]*hll.Sketch)
+		v.byKey = make(map[string]*hll.Tracker)
 	}
-	sk := hll.NewDefault()
+	sk := hll.NewTracker()
 	v.byKey[strings.Clone(key)] = sk
 	return sk, true
 }

@@ -8,36 +8,49 @@ import (
 	"strings"
 
 	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/hll"
 )
 
 // Unique members (change.Unique) are written as postgresql-hll sketches
 // (sql/014_uniques.up.sql): a round's members of a key, one hash each,
-// become one sketch (hll_add_agg) unioned (hll_union) into one of the
-// key's slot rows, in the round's transaction after its lanes moved, so a
-// lane's members are written exactly once. Union is idempotent besides,
-// so a member written twice would not change the sketch; exactly once is
-// what keeps the slot rows from being rewritten for nothing on a replay.
-// The rollup folds slot rows into counter_unique_sketches (fold.go).
+// become one sketch, built here (internal/hll: the bytes hll_add_agg makes
+// of the same hashes, so PostgreSQL parses and unions one sketch a key
+// rather than aggregating every member), unioned (hll_union) into one of
+// the key's slot rows (sql/017_unique_sketch_write.up.sql), in the round's
+// transaction after its lanes moved, so a lane's members are written
+// exactly once. Union is idempotent besides, so a member written twice
+// would not change the sketch; exactly once is what keeps the slot rows
+// from being rewritten for nothing on a replay. The rollup folds slot
+// rows into counter_unique_sketches (fold.go).
 func init() {
 	Register(Writer{Name: "uniques", Kinds: []change.Kind{change.Unique}, Order: 3, Exec: writeUniques})
 }
 
 // writeUniques writes a round's members, sorted by key: each key's go to
-// one random slot row.
+// one random slot row as one sketch.
 func writeUniques(ctx context.Context, r *Round, cs []change.Change) error {
-	keys := make([]string, len(cs))
-	slots := make([]int16, len(cs))
-	hashes := make([]int64, len(cs))
-	var slot int16
+	var keys []string
+	var slots []int16
+	var sketches [][]byte
+	var buf []byte // every sketch's bytes, one after another
+	sk := hll.NewDefault()
 	for i, c := range cs {
-		if i == 0 || c.Key != cs[i-1].Key {
-			slot = int16(rand.IntN(r.Slots))
+		sk.Add(uint64(c.Bucket))
+		if i+1 < len(cs) && cs[i+1].Key == c.Key {
+			continue
 		}
-		keys[i], slots[i], hashes[i] = c.Key, slot, c.Bucket
+		start := len(buf)
+		var err error
+		if buf, err = sk.AppendBinary(buf); err != nil {
+			return fmt.Errorf("sketch of %q: %w", c.Key, err)
+		}
+		keys, slots = append(keys, c.Key), append(slots, int16(rand.IntN(r.Slots)))
+		sketches = append(sketches, buf[start:len(buf):len(buf)])
+		sk.Reset()
 	}
 	var n int
-	if err := r.Tx.QueryRow(ctx, `SELECT counter_uniques_write($1, $2, $3)`, keys, slots, hashes).Scan(&n); err != nil {
-		return fmt.Errorf("write %d members: %w", len(cs), err)
+	if err := r.Tx.QueryRow(ctx, `SELECT counter_uniques_write_sketches($1, $2, $3)`, keys, slots, sketches).Scan(&n); err != nil {
+		return fmt.Errorf("write %d members of %d keys: %w", len(cs), len(keys), err)
 	}
 	r.Result.Updated += n
 	return nil

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/counterd/counterd/internal/store"
@@ -106,7 +104,7 @@ type laneChange struct {
 // and serialization failures are retried. It reports whether every lane
 // had already recorded seq.
 func (s *Store) write(ctx context.Context, seq int64, p *part, res *store.ApplyResult) (bool, error) {
-	slices.SortFunc(p.changes, func(a, b laneChange) int { return strings.Compare(a.Key, b.Key) })
+	p.changes = sortByKey(p.changes)
 	pl, err := s.plan(p.changes, nil)
 	if err != nil {
 		return false, err

@@ -1,0 +1,69 @@
+package slots
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/counterd/counterd/internal/change"
+)
+
+// keyedChanges returns n changes over keys keys in a seeded random
+// order, each with its index as Bucket.
+func keyedChanges(n, keys int) []laneChange {
+	rng := rand.New(rand.NewPCG(uint64(n), uint64(keys)))
+	cs := make([]laneChange, n)
+	for i := range cs {
+		cs[i] = laneChange{Change: change.Member(fmt.Sprintf("u:%d", rng.IntN(keys)), uint64(i))}
+	}
+	return cs
+}
+
+// sortByKey orders changes by key as strings.Compare does, whether keys
+// repeat a lot (members) or hardly (counters), and keeps a key's changes
+// in their order.
+func TestSortByKey(t *testing.T) {
+	t.Parallel()
+	f := func(n, keys int) {
+		t.Helper()
+		cs := keyedChanges(n, keys)
+		want := slices.Clone(cs)
+		slices.SortStableFunc(want, func(a, b laneChange) int { return strings.Compare(a.Key, b.Key) })
+		got := sortByKey(cs)
+		if len(got) != len(want) {
+			t.Fatalf("%d changes over %d keys: got %d; want %d", n, keys, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].Key != want[i].Key || (keys*4 <= n && got[i].Bucket != want[i].Bucket) {
+				t.Fatalf("%d changes over %d keys: at %d got %s #%d; want %s #%d", n, keys, i, got[i].Key, got[i].Bucket, want[i].Key, want[i].Bucket)
+			}
+		}
+	}
+	f(0, 1)
+	f(10, 3)
+	f(1000, 1)
+	f(10000, 1000)
+	f(10000, 9000)
+	f(70000, 1000)
+}
+
+// BenchmarkSortByKey is a round of unique members as make bench's
+// uniques section makes them: 65,000 over 1,000 keys.
+func BenchmarkSortByKey(b *testing.B) {
+	cs := keyedChanges(65000, 1000)
+	work := make([]laneChange, len(cs))
+	b.Run("sortByKey", func(b *testing.B) {
+		for b.Loop() {
+			copy(work, cs)
+			sortByKey(work)
+		}
+	})
+	b.Run("SortFunc", func(b *testing.B) {
+		for b.Loop() {
+			copy(work, cs)
+			slices.SortFunc(work, func(a, b laneChange) int { return strings.Compare(a.Key, b.Key) })
+		}
+	})
+}

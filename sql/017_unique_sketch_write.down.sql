@@ -1,0 +1,1 @@
+DROP FUNCTION counter_uniques_write_sketches(text[], smallint[], bytea[]);
