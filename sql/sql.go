@@ -11,3 +11,10 @@ import "embed"
 //
 //go:embed *.sql
 var FS embed.FS
+
+// Proxy holds the read interface a PL/Proxy cluster's proxy database
+// gets (proxy/cluster.sql), with :cluster to replace by the cluster's
+// name.
+//
+//go:embed proxy/*.sql
+var Proxy embed.FS

@@ -174,7 +174,8 @@ func (b *backend) budgets(generation string) budget.Backend {
 }
 
 // migrate applies pending migrations to every database rows live in
-// and, on a cluster, numbers each partition's lease ids apart.
+// and, on a cluster, numbers each partition's lease ids apart and
+// installs the proxy's read functions (sql/proxy/cluster.sql).
 func (b *backend) migrate(ctx context.Context, log *slog.Logger) error {
 	for i, pool := range b.pools() {
 		plog := log
@@ -189,6 +190,9 @@ func (b *backend) migrate(ctx context.Context, log *slog.Logger) error {
 				return err
 			}
 		}
+	}
+	if b.parts != nil {
+		return cluster.InstallProxy(ctx, b.proxy, b.cluster)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -265,4 +266,126 @@ func waitNotReady(t *testing.T, d *daemon, substr string) {
 		last = fmt.Sprintf("%s %q", resp.Status, body)
 	}
 	t.Fatalf("/readyz: %s; want 503 naming %q", last, substr)
+}
+
+// TestClusterReadsAndBudgets: budgets on several partitions sell out
+// exactly under concurrent TAKEs from two daemons, and the proxy's read
+// functions (counter_totals, counter_top, counter_uniques, budget_totals)
+// answer over the partitions as one database would.
+func TestClusterReadsAndBudgets(t *testing.T) {
+	t.Parallel()
+	const n = 4
+	c := pgtest.NewCluster(t, n, pgtest.Options{NoMigrate: true, MaxConns: 4})
+	d1 := startDaemon(t, c.Proxy, "COUNTERD_CLUSTER="+c.Name)
+	d2 := startDaemon(t, c.Proxy, "COUNTERD_CLUSTER="+c.Name)
+	ctx := context.Background()
+
+	// Budgets: 8 budgets (spread over the partitions) of 300 units; 2
+	// daemons × 8 clients TAKE until each refuses.
+	budgets := make([]string, 8)
+	for i := range budgets {
+		budgets[i] = fmt.Sprintf("coupon:%d", i)
+		if err := client(t, d1.socket).Do(ctx, "BUDGET", budgets[i], 300).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	granted := map[string]int64{}
+	var wg sync.WaitGroup
+	for _, d := range []*daemon{d1, d2} {
+		for w := range 8 {
+			rc := client(t, d.socket)
+			wg.Go(func() {
+				for _, b := range budgets {
+					for range 1000 { // bounded: 300 units per budget
+						got, err := rc.Do(ctx, "TAKE", b, 1+w%3).Int64()
+						if err != nil {
+							t.Errorf("TAKE %s: %v", b, err)
+							return
+						}
+						if got == 0 {
+							break
+						}
+						mu.Lock()
+						granted[b] += got
+						mu.Unlock()
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	flush(t, d1.socket)
+	flush(t, d2.socket)
+
+	// Counts and members.
+	rc := client(t, d1.socket)
+	want := map[string]int64{}
+	for i := range 20 {
+		k := fmt.Sprintf("post:%d", i)
+		want[k] = int64(i*i + 1)
+		if err := rc.IncrBy(ctx, k, want[k]).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.PFAdd(ctx, "u:"+k, "a", "b", k).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush(t, d1.socket)
+
+	proxy := c.Proxy.Pool
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	got := map[string]int64{}
+	rows, _ := proxy.Query(ctx, `SELECT key, total FROM counter_totals($1)`, keys)
+	for rows.Next() {
+		var k string
+		var v int64
+		if err := rows.Scan(&k, &v); err != nil {
+			t.Fatal(err)
+		}
+		got[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("counter_totals(keys) through the proxy: %v", err)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("counter_totals(keys) through the proxy: %s = %d; want %d", k, got[k], v)
+		}
+	}
+	var top []string
+	rows, _ = proxy.Query(ctx, `SELECT key FROM counter_top(3, 'post:')`)
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		top = append(top, k)
+	}
+	if err := rows.Err(); err != nil || !slices.Equal(top, []string{"post:19", "post:18", "post:17"}) {
+		t.Errorf("counter_top(3) through the proxy: %v, %v", top, err)
+	}
+	var est float64
+	if err := proxy.QueryRow(ctx, `SELECT estimate FROM counter_uniques(ARRAY['u:post:3'])`).Scan(&est); err != nil || est != 3 {
+		t.Errorf("counter_uniques through the proxy: %v, %v; want 3", est, err)
+	}
+	var all int64
+	if err := proxy.QueryRow(ctx, `SELECT count(*) FROM counter_totals WHERE key LIKE 'post:%'`).Scan(&all); err != nil || all != 20 {
+		t.Errorf("the counter_totals view through the proxy: %d keys, %v; want 20", all, err)
+	}
+	for _, b := range budgets {
+		var g, total int64
+		if err := proxy.QueryRow(ctx, `SELECT granted, total FROM budget_totals WHERE key = $1`, b).Scan(&g, &total); err != nil {
+			t.Fatal(err)
+		}
+		if granted[b] > 300 {
+			t.Errorf("%s: %d units granted of 300: overspent", b, granted[b])
+		}
+		if g != granted[b] {
+			t.Errorf("%s: budget_totals through the proxy says %d granted; clients got %d", b, g, granted[b])
+		}
+	}
 }
