@@ -40,6 +40,16 @@ func (j *Journal) Rotate() (closed uint64, rotated bool, err error) {
 		return 0, false, fmt.Errorf("rotate segment %d: %w", old.seq, err)
 	}
 	j.roundRecords = 0
+	if j.mode == FsyncAlways {
+		// A waiter on the old segment may have kicked the syncer just
+		// before this: its fsync of the new segment says nothing of the
+		// old one. Kick again, so the syncer seals the old segment even
+		// if the caller never calls Seal.
+		select {
+		case j.kick <- struct{}{}:
+		default:
+		}
+	}
 	return old.seq, true, nil
 }
 
@@ -138,6 +148,7 @@ func (j *Journal) syncAndClose(segs []*segment) error {
 		j.syncMu.Lock()
 		if old.closed {
 			j.syncMu.Unlock()
+			j.dur.finish(old.seq)
 			continue
 		}
 		if j.mode != FsyncNo {
@@ -147,6 +158,9 @@ func (j *Journal) syncAndClose(segs []*segment) error {
 		}
 		old.closed = true
 		j.syncMu.Unlock()
+		// Durable up to its end, or failed (which check reports first):
+		// either way no later fsync changes what it holds.
+		j.dur.finish(old.seq)
 		if err := old.f.Close(); err != nil {
 			j.log.Warn("journal: closing rotated segment failed",
 				slog.Uint64("seq", old.seq), slog.Any("error", err))
@@ -178,6 +192,10 @@ func (j *Journal) Remove(seq uint64) error {
 	delete(j.live, seq)
 	j.total.Add(-size)
 	j.dur.forget(seq)
+	// Its round is committed: nothing waits on its fsync any more, and
+	// the durable mark may move past it (everysec never seals a segment
+	// Remove takes from the syncer).
+	j.dur.finish(seq)
 	var open *segment
 	if i := slices.IndexFunc(j.unsynced, func(s *segment) bool { return s.seq == seq }); i >= 0 {
 		open = j.unsynced[i]

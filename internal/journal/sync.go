@@ -151,12 +151,20 @@ func (j *Journal) fsyncLocked(seg *segment, end int64) error {
 
 // durability tracks how far the journal is known to be on disk and wakes
 // WaitDurable callers when that changes.
+//
+// upTo only moves through segments in order: an fsync of segment N+1
+// says nothing of segment N, which Rotate may have queued for Seal
+// moments before and whose own fsync may not have run yet. So an fsync
+// of a later segment is kept aside (ahead) until every segment before it
+// is finished (fsynced and closed by Seal, or abandoned).
 type durability struct {
-	mu      sync.Mutex
-	upTo    Position               // every position up to here is durable...
-	failed  map[uint64]syncFailure // ...except past a failed segment's last good fsync
-	changed chan struct{}          // closed and replaced on every change
-	closed  bool
+	mu       sync.Mutex
+	upTo     Position               // every position up to here is durable...
+	failed   map[uint64]syncFailure // ...except past a failed segment's last good fsync
+	ahead    map[uint64]int64       // fsynced ends of segments after upTo's
+	finished map[uint64]bool        // segments from upTo's on that Seal has finished
+	changed  chan struct{}          // closed and replaced on every change
+	closed   bool
 }
 
 type syncFailure struct {
@@ -167,6 +175,8 @@ type syncFailure struct {
 func (d *durability) init(upTo Position) {
 	d.upTo = upTo
 	d.failed = make(map[uint64]syncFailure)
+	d.ahead = make(map[uint64]int64)
+	d.finished = make(map[uint64]bool)
 	d.changed = make(chan struct{})
 }
 
@@ -187,13 +197,46 @@ func (d *durability) check(pos Position) (done bool, changed <-chan struct{}, er
 	return false, d.changed, nil
 }
 
+// advance records that segment p.Seq is durable up to p.Offset.
 func (d *durability) advance(p Position) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if p.after(d.upTo) {
-		d.upTo = p
+	switch {
+	case p.Seq == d.upTo.Seq && p.Offset > d.upTo.Offset:
+		d.upTo.Offset = p.Offset
+		d.settleLocked()
+		d.notifyLocked()
+	case p.Seq > d.upTo.Seq && p.Offset > d.ahead[p.Seq]:
+		d.ahead[p.Seq] = p.Offset
+	}
+}
+
+// finish records that segment seq will get no more records and no more
+// fsyncs: Seal fsynced and closed it, or gave up on it.
+func (d *durability) finish(seq uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if seq < d.upTo.Seq {
+		return
+	}
+	d.finished[seq] = true
+	if d.settleLocked() {
 		d.notifyLocked()
 	}
+}
+
+// settleLocked moves upTo past every finished segment, into the next
+// one's fsynced part, and reports whether it moved.
+func (d *durability) settleLocked() bool {
+	moved := false
+	for d.finished[d.upTo.Seq] {
+		delete(d.finished, d.upTo.Seq)
+		next := d.upTo.Seq + 1
+		d.upTo = Position{Seq: next, Offset: d.ahead[next]}
+		delete(d.ahead, next)
+		moved = true
+	}
+	return moved
 }
 
 func (d *durability) fail(seq uint64, synced int64, err error) {
