@@ -176,26 +176,36 @@ func (f *Flusher) flushAll(ctx context.Context, paced, timed bool) error {
 			// report.
 			return err
 		}
-		f.m.flushErrors.Inc()
-		f.opts.Logger.Error("flush failed; will retry", "queued_rounds", f.QueuedRounds(), "attempt", attempt+1, "err", err)
-		wait := backoff(attempt)
-		partial := errors.Is(err, store.ErrPartial)
-		if partial {
-			// Some partitions are behind: the others go on committing,
-			// one round per interval.
-			f.commitLater(ctx)
-			wait = min(wait, f.pace.interval())
-		}
-		select {
-		case <-ctx.Done():
+		if err := f.afterFailure(ctx, err, attempt); err != nil {
 			return err
-		case <-time.After(wait):
-		}
-		if partial {
-			f.cutBehind()
 		}
 		attempt++
 	}
+}
+
+// afterFailure reports a failed write of the oldest round and waits
+// before the next attempt; it returns err if ctx ends first. While some
+// partitions are behind (store.ErrPartial) the others go on committing:
+// later rounds are written, a round is cut per interval, and the wait is
+// one interval.
+func (f *Flusher) afterFailure(ctx context.Context, err error, attempt int) error {
+	f.m.flushErrors.Inc()
+	f.opts.Logger.Error("flush failed; will retry", "queued_rounds", f.QueuedRounds(), "attempt", attempt+1, "err", err)
+	wait := backoff(attempt)
+	partial := errors.Is(err, store.ErrPartial)
+	if partial {
+		f.commitLater(ctx)
+		wait = min(wait, f.pace.interval())
+	}
+	select {
+	case <-ctx.Done():
+		return err
+	case <-time.After(wait):
+	}
+	if partial {
+		f.cutBehind()
+	}
+	return nil
 }
 
 // maxBehindRounds bounds the rounds queued while some partitions are
