@@ -7,6 +7,17 @@ cd "$(dirname "$0")/.."
 
 . scripts/database.sh
 use_database DATABASE_URL
+# COUNTERD_PARTITIONS=N (a power of two): counterd and rollup run on a
+# PL/Proxy cluster of N partitions, databases counterd_p0.. on the same
+# server, declared as server counterd in database counterd_proxy
+# (scripts/cluster.sh), which becomes DATABASE_URL. Unset: DATABASE_URL
+# alone.
+reads="psql '$DATABASE_URL' -c 'select * from counter_totals'"
+if [[ -n ${COUNTERD_PARTITIONS:-} ]]; then
+	DATABASE_URL=$(scripts/cluster.sh "$DATABASE_URL" "$COUNTERD_PARTITIONS" counterd)
+	export COUNTERD_CLUSTER=counterd ROLLUP_CLUSTER=counterd
+	reads="psql '$DATABASE_URL' -c \"select * from counter_totals(array['post:42'])\""
+fi
 # Per-checkout defaults, so a second checkout's `make run` does not collide
 # with the first: the socket and log under this checkout's .run/ (0700, as
 # counterd requires; RUN_DIR moves them), and a metrics port the kernel
@@ -118,10 +129,11 @@ Try, in another terminal:
   redis-cli -s $socket budget gift 1000; redis-cli -s $socket take gift   # a budget that never overspends
   printf 'incrby post:42 5\r\nget post:42\r\n' | nc -U -q1 $socket
   redis-cli -s $socket flush
-  psql '$DATABASE_URL' -c 'select * from counter_totals'
+  $reads
   curl -s http://${metrics:-127.0.0.1:9464}/metrics | grep ^counterd_
 
-Ctrl-C stops counterd, rollup and (if started here) PostgreSQL.
+Ctrl-C stops counterd, rollup and (if started here) PostgreSQL.${COUNTERD_PARTITIONS:+
+Partitions: $COUNTERD_PARTITIONS (cluster counterd, declared in the database above).}
 
 MSG
 # If counterd or rollup exits by itself, say so and fail. (Ctrl-C ends

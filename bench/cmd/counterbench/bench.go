@@ -111,7 +111,7 @@ func (b *bench) maxConns() int {
 }
 
 func (b *bench) needsCounterd() bool {
-	if b.cfg.runs("ingest") || b.cfg.runs("latency") || b.cfg.runs("sustain") || b.cfg.runs("windows") || b.cfg.runs("uniques") || b.cfg.needsTake() {
+	if b.cfg.runs("ingest") || b.cfg.runs("latency") || b.cfg.runs("sustain") || b.cfg.runs("windows") || b.cfg.runs("uniques") || b.cfg.runs("partitions") || b.cfg.needsTake() {
 		return true
 	}
 	return slices.ContainsFunc(b.cfg.Approaches, func(name string) bool {
@@ -205,6 +205,7 @@ func (b *bench) run(ctx context.Context) (*report.Report, error) {
 		{"sustain", b.sustain},
 		{"windows", b.windows},
 		{"uniques", b.uniquesSection},
+		{"partitions", b.partitions},
 		{"budget", b.budgets},
 		{"tickets", b.ticketsSection},
 	} {
@@ -249,6 +250,9 @@ func (b *bench) cells() int {
 	}
 	if b.cfg.runs("uniques") {
 		n += b.cfg.UniquesRuns * (4 + len(b.cfg.OnceRepeats))
+	}
+	if b.cfg.runs("partitions") {
+		n += b.cfg.PartitionRuns * (1 + len(b.cfg.Partitions))
 	}
 	if b.cfg.runs("budget") {
 		n += len(b.cfg.BudgetSizes) * len(b.cfg.BudgetApproaches) * len(b.cfg.BudgetClients)

@@ -34,6 +34,9 @@ type counterdServer struct {
 	// when ownLog is set (the budget section's daemons share one).
 	log    *os.File
 	ownLog bool
+	// total sums the counters it writes; nil: counter_totals in the
+	// run's schema (b.counterdTotal).
+	total func(context.Context) (int64, error)
 }
 
 // counterdOwn are the settings the run decides; other COUNTERD_*
@@ -252,7 +255,11 @@ func (b *bench) counterdAround(ctx context.Context, srv *counterdServer, row *re
 	}
 	// Before the first committed round there is nothing to count yet.
 	rowsBefore, _ := slotRowsOf(m)
-	before, err := b.counterdTotal(ctx)
+	total := b.counterdTotal
+	if srv.total != nil {
+		total = srv.total
+	}
+	before, err := total(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +279,7 @@ func (b *bench) counterdAround(ctx context.Context, srv *counterdServer, row *re
 	}
 	row.Drain = time.Since(drainStart)
 	cpu.finish(ctx, row)
-	after, err := b.counterdTotal(ctx)
+	after, err := total(ctx)
 	if err != nil {
 		return nil, err
 	}

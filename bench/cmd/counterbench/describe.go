@@ -147,6 +147,10 @@ func (b *bench) describeSettings() [][2]string {
 		s = append(s, [2]string{"uniques", fmt.Sprintf("redis-benchmark -c %d -P 16, %d runs, interleaved: INCR and PFADD with -n %d -r %d to counterd, PFADD to redis-server keeping nothing and with appendfsync everysec; INCRONCE (window %s) with -n %d aiming at %s%% repeats",
 			ingestClients, c.UniquesRuns, c.UniquesRequests, c.UniquesKeys, onceWindow, c.OnceRequests, percentList(c.OnceRepeats))})
 	}
+	if c.runs("partitions") {
+		s = append(s, [2]string{"partitions", fmt.Sprintf("redis-benchmark -c %d -r %d -n %d -P 16, %d runs, interleaved: counterd on plain PostgreSQL (schema %s_plain) and on PL/Proxy clusters of %s partitions (%s --fresh: databases %s_N_proxy, %s_N_p0 ... on the same server); CPU of the whole PostgreSQL server (postmaster and children) per increment committed",
+			ingestClients, ingestKeys, c.PartitionRequests, c.PartitionRuns, c.Schema, intList(c.Partitions), c.ClusterScript, c.Schema, c.Schema)})
+	}
 	if c.runs("budget") {
 		sizes := make([]string, len(c.BudgetSizes))
 		for i, n := range c.BudgetSizes {

@@ -26,10 +26,12 @@ against INCR and redis-server's PFADD, INCRONCE); and bounded budgets
 bench.csv and bench.png (and, for the sustain section, sustain.png and
 sustain.csv; for the budget and tickets sections, budgets.csv) into
 COUNTERBENCH_OUT, and there too everything counterd and redis-server
-print, to counterd.log, counterd-uniques.log, counterd-budget.log and
-redis-server.log. "make bench" builds counterd, starts a throwaway
-PostgreSQL and runs this; COUNTERBENCH_SECTIONS=uniques make bench runs
-only the unique counts.
+print, to counterd.log, counterd-uniques.log, counterd-partitions.log,
+counterd-budget.log and redis-server.log. "make bench" builds counterd,
+starts a throwaway PostgreSQL and runs this; COUNTERBENCH_SECTIONS=uniques
+make bench runs only the unique counts. The partitions section declares
+PL/Proxy clusters with scripts/cluster.sh (databases SCHEMA_N_proxy and
+SCHEMA_N_p0 ... on DATABASE_URL's server, dropped and recreated).
 
 Settings come from the environment:
 

@@ -21,7 +21,7 @@ type settings struct {
 	// of hot.
 	Keyspace   uint64   `env:"COUNTERBENCH_KEYSPACE" envDefault:"1000000" help:"keys that zipf and uniform draw from"`
 	Approaches []string `env:"COUNTERBENCH_APPROACHES" envDefault:"all" help:"approaches to measure, comma-separated, or all"`
-	Sections   []string `env:"COUNTERBENCH_SECTIONS" envDefault:"matrix,ceiling,ingest,latency,sustain,windows,uniques,budget,tickets" help:"sections to run: matrix, ceiling, ingest, latency, sustain, windows, uniques, budget, tickets"`
+	Sections   []string `env:"COUNTERBENCH_SECTIONS" envDefault:"matrix,ceiling,ingest,latency,sustain,windows,uniques,partitions,budget,tickets" help:"sections to run: matrix, ceiling, ingest, latency, sustain, windows, uniques, partitions, budget, tickets"`
 	Out        string   `env:"COUNTERBENCH_OUT" envDefault:"results" help:"directory for bench.md, bench.csv, bench.png and the servers' logs"`
 	Schema     string   `env:"COUNTERBENCH_SCHEMA" envDefault:"counterbench" help:"schema holding every table of the run, counterd's included"`
 
@@ -54,6 +54,16 @@ type settings struct {
 	OnceRequests int       `env:"COUNTERBENCH_ONCE_REQUESTS" envDefault:"500000" help:"redis-benchmark -n of each INCRONCE cell of the uniques section (a multiple of 16)"`
 	OnceRepeats  []float64 `env:"COUNTERBENCH_ONCE_REPEATS" envDefault:"1,50" help:"shares of repeated views, in percent, the INCRONCE cells aim at (one cell each)"`
 
+	// Plain PostgreSQL and three clusters, 3 runs (a median) of
+	// 1,600,000 increments: twelve cells of a few seconds each on two
+	// cores (long enough for rounds to coalesce as they would under a
+	// steady load), about a minute with declaring the clusters and
+	// starting every daemon.
+	Partitions        []int  `env:"COUNTERBENCH_PARTITIONS" envDefault:"1,2,4" help:"partition counts (powers of two) of the PL/Proxy clusters the partitions section compares with plain PostgreSQL"`
+	PartitionRequests int    `env:"COUNTERBENCH_PARTITIONS_REQUESTS" envDefault:"1600000" help:"redis-benchmark -n of each partitions cell (a multiple of 16)"`
+	PartitionRuns     int    `env:"COUNTERBENCH_PARTITIONS_RUNS" envDefault:"3" help:"times the partitions section runs every setup, interleaved"`
+	ClusterScript     string `env:"COUNTERBENCH_CLUSTER_SCRIPT" envDefault:"scripts/cluster.sh" help:"script that declares a cluster (--fresh URL N NAME; prints the proxy's URL); make bench runs from the checkout, where the default is"`
+
 	// Seed 000's sizes: one budget that runs out within a cell, one that
 	// does not (the steady state).
 	BudgetSizes      []int64  `env:"COUNTERBENCH_BUDGETS" envDefault:"10000,10000000" help:"budgets the budget section spends, comma-separated"`
@@ -67,7 +77,7 @@ type settings struct {
 }
 
 var (
-	sectionNames = []string{"matrix", "ceiling", "ingest", "latency", "sustain", "windows", "uniques", "budget", "tickets"}
+	sectionNames = []string{"matrix", "ceiling", "ingest", "latency", "sustain", "windows", "uniques", "partitions", "budget", "tickets"}
 	schemaName   = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 )
 
@@ -141,10 +151,12 @@ func (s *settings) Validate() error {
 	case s.SustainDuration <= 0:
 		return bad("COUNTERBENCH_SUSTAIN_DURATION", "must be positive")
 	}
-	if err := s.validateUniques(bad); err != nil {
-		return err
+	for _, validate := range []func(func(name, format string, args ...any) error) error{s.validateUniques, s.validatePartitions, s.validateBudget} {
+		if err := validate(bad); err != nil {
+			return err
+		}
 	}
-	return s.validateBudget(bad)
+	return nil
 }
 
 // validateUniques checks the uniques section's settings.
@@ -167,6 +179,32 @@ func (s *settings) validateUniques(bad func(name, format string, args ...any) er
 		return bad("COUNTERBENCH_ONCE_REPEATS", "must list percentages above 0 and below 100")
 	}
 	s.OnceRepeats = slices.Compact(s.OnceRepeats)
+	return nil
+}
+
+// validatePartitions checks the partitions section's settings.
+func (s *settings) validatePartitions(bad func(name, format string, args ...any) error) error {
+	if len(s.Partitions) == 0 {
+		return bad("COUNTERBENCH_PARTITIONS", "must list at least one partition count")
+	}
+	for _, n := range s.Partitions {
+		// PL/Proxy routes by hashtext(key) & (n-1).
+		if n < 1 || n > 256 || n&(n-1) != 0 {
+			return bad("COUNTERBENCH_PARTITIONS", "%d is not a power of two within 1..256", n)
+		}
+	}
+	slices.Sort(s.Partitions)
+	s.Partitions = slices.Compact(s.Partitions)
+	switch {
+	case s.PartitionRequests < 16 || s.PartitionRequests%16 != 0:
+		// Whole pipelines of 16, as in the ingest section.
+		return bad("COUNTERBENCH_PARTITIONS_REQUESTS", "must be a positive multiple of 16")
+	case s.PartitionRuns < 1 || s.PartitionRuns > 100:
+		return bad("COUNTERBENCH_PARTITIONS_RUNS", "must be within 1..100")
+	case s.runs("partitions") && len(clusterName(s.Schema, s.Partitions[len(s.Partitions)-1])) > 51:
+		// scripts/cluster.sh's limit: NAME_p255 must stay an identifier.
+		return bad("COUNTERBENCH_SCHEMA", "%q is too long to name the partitions section's clusters", s.Schema)
+	}
 	return nil
 }
 

@@ -12,7 +12,9 @@ import (
 // keeps_up, write and rounds columns for sustain rows; run numbers the
 // repetitions of ingest and uniques cells; command, new, seen_rows,
 // wal_bytes_per_incr and rows_per_round are for uniques rows (see Row),
-// and rounds for them too. The cpu columns are CPU microseconds per
+// and rounds for them too; partitions and
+// pg_server_cpu_us_per_committed (the whole PostgreSQL server's CPU per
+// increment committed) for partitions rows. The cpu columns are CPU microseconds per
 // increment (see CPU): the server measured, counterd's PostgreSQL
 // backends, and the whole PostgreSQL server.
 var Columns = []string{
@@ -24,6 +26,7 @@ var Columns = []string{
 	"pending_max_first_half", "pending_max_second_half", "keeps_up", "write_rows_per_s", "rounds",
 	"server_cpu_us_per_incr", "pg_cpu_us_per_incr", "pg_server_cpu_us_per_incr",
 	"new", "seen_rows", "wal_bytes_per_incr", "rows_per_round",
+	"partitions", "pg_server_cpu_us_per_committed",
 	"missing", "note",
 }
 
@@ -88,6 +91,12 @@ func record(r Row) []string {
 		}
 		if r.Section == Uniques {
 			uniquesRecord(r, v)
+		}
+		if r.Section == Partitions {
+			v["partitions"] = strconv.Itoa(r.Partitions)
+			if us := r.PGMicrosPerCommitted(); us >= 0 {
+				v["pg_server_cpu_us_per_committed"] = f(us, 3)
+			}
 		}
 		for col, share := range map[string]Share{
 			"server_cpu_us_per_incr": r.CPU.Server, "pg_cpu_us_per_incr": r.CPU.PG, "pg_server_cpu_us_per_incr": r.CPU.PGServer,

@@ -21,6 +21,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if len(section(r.Rows, Uniques)) > 0 {
 		fmt.Fprintf(b, ", %s", UniquesLogFile)
 	}
+	if len(section(r.Rows, Partitions)) > 0 {
+		fmt.Fprintf(b, ", %s", PartitionsLogFile)
+	}
 	fmt.Fprintf(b, "\n\n")
 	table(b, []string{"machine", ""}, [][]string{
 		{"CPU", m.CPU},
@@ -45,6 +48,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	sustain(b, r)
 	windows(b, r)
 	uniques(b, r)
+	partitions(b, r)
 	budgetMarkdown(b, &r.BudgetPart)
 	return b.Flush()
 }

@@ -42,6 +42,9 @@ const (
 	// Uniques cells are redis-benchmark runs of INCR, PFADD and INCRONCE
 	// side by side.
 	Uniques = "uniques"
+	// Partitions cells are redis-benchmark runs of counterd on plain
+	// PostgreSQL and on PL/Proxy clusters of several sizes.
+	Partitions = "partitions"
 )
 
 // Row is one measured cell.
@@ -104,6 +107,9 @@ type Row struct {
 	// cell (pg_current_wal_lsn before it and after counterd's final
 	// FLUSH); 0 when not measured.
 	WALBytes int64
+	// Partitions is the PL/Proxy cluster's partition count counterd
+	// wrote through; 0 for plain PostgreSQL. Partitions rows only.
+	Partitions int
 	// Missing says the cell could not run, and Note why. Note may also
 	// carry a remark on a cell that ran.
 	Missing bool
@@ -237,6 +243,9 @@ const (
 	BudgetLogFile = "counterd-budget.log"
 	// UniquesLogFile is what the uniques section's daemon printed.
 	UniquesLogFile = "counterd-uniques.log"
+	// PartitionsLogFile is what the partitions section's daemons
+	// printed.
+	PartitionsLogFile = "counterd-partitions.log"
 )
 
 type file struct {
