@@ -51,15 +51,18 @@ func TestMoveRealServers(t *testing.T) {
 	defer cancel()
 	rc := startRedis(t)
 	db := pgtest.New(t, pgtest.Options{NoMigrate: true, MaxConns: 2})
-	if err := peer.CreateTable(ctx, db.Pool); err != nil {
-		t.Fatal(err)
-	}
 	conn, err := pgx.Connect(ctx, db.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
 	m := &peer.Mover{Buffer: peer.RedisBuffer{C: rc}, Store: peer.PGStore{Conn: conn}}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	incr := func(keys ...string) {
 		t.Helper()
 		for _, k := range keys {
@@ -76,19 +79,15 @@ func TestMoveRealServers(t *testing.T) {
 		}
 	}
 
+	must(peer.CreateTable(ctx, db.Pool))
 	incr("a", "b", "a")
-	if err := m.Move(ctx); err != nil {
-		t.Fatal(err)
-	}
+	must(m.Move(ctx))
 	total(3)
-	if err := m.Move(ctx); err != nil { // nothing to move
-		t.Fatal(err)
-	}
+	must(m.Move(ctx)) // nothing to move
 	total(3)
 
-	if _, err := db.Pool.Exec(ctx, `ALTER TABLE `+peer.Table+` RENAME TO away`); err != nil {
-		t.Fatal(err)
-	}
+	_, err = db.Pool.Exec(ctx, `ALTER TABLE `+peer.Table+` RENAME TO away`)
+	must(err)
 	incr("a", "c")
 	if err := m.Move(ctx); err == nil {
 		t.Fatal("Move without its table: nil error; want the upsert's")
@@ -97,12 +96,9 @@ func TestMoveRealServers(t *testing.T) {
 		t.Fatalf("%s has %d fields (%v) after the failed move; want 2", peer.Moving, n, err)
 	}
 	incr("d")
-	if _, err := db.Pool.Exec(ctx, `ALTER TABLE away RENAME TO `+peer.Table); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Move(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err = db.Pool.Exec(ctx, `ALTER TABLE away RENAME TO `+peer.Table)
+	must(err)
+	must(m.Move(ctx))
 	total(6)
 	var a int64
 	if err := db.Pool.QueryRow(ctx, `SELECT total FROM `+peer.Table+` WHERE key = 'a'`).Scan(&a); err != nil || a != 3 {

@@ -26,22 +26,7 @@ const PeerWorkerLogFile = "peer-worker.log"
 func peerRatios(b *bufio.Writer, rows []Row) {
 	var body [][]string
 	for _, p := range pipelines(rows) {
-		var ratios, cpuRatios []float64
-		for _, x := range rows {
-			if x.Pipeline != p || x.Approach != Counterd || x.Missing {
-				continue
-			}
-			y := findRun(rows, Peer, p, x.Run)
-			if y == nil || y.Missing {
-				continue
-			}
-			if c, q := x.CommittedRate(), y.CommittedRate(); c >= 0 && q > 0 {
-				ratios = append(ratios, c/q)
-			}
-			if c, q := counterdCPU(x), peerCPU(*y); c >= 0 && q > 0 {
-				cpuRatios = append(cpuRatios, c/q)
-			}
-		}
+		ratios, cpuRatios := peerPairs(rows, p)
 		if len(ratios) == 0 && len(cpuRatios) == 0 {
 			continue
 		}
@@ -76,6 +61,28 @@ func peerRatios(b *bufio.Writer, rows []Row) {
 	fmt.Fprintf(b, "Against the Redis-buffer-plus-worker pattern (%s: redis-server with appendfsync everysec buffering `HINCRBY counts KEY 1`, a worker process moving the buffer into PostgreSQL every second with `RENAME`, `HGETALL`, one `INSERT … SELECT unnest … ON CONFLICT`, `DEL`, and at once after the load: its drain), committed rates within each run: the median over runs, and in brackets the lowest and highest. Target: counterd ≥ %.1f× the pattern.\n\n", serverLabel(Peer), PeerTarget)
 	table(b, []string{"pipeline", "committed: counterd ÷ pattern", "target", "committed/s counterd", "pattern",
 		"CPU µs/INCR counterd", "+ its PostgreSQL", "pattern: redis-server", "+ worker", "+ its PostgreSQL", "CPU: counterd + PostgreSQL ÷ pattern's"}, body)
+}
+
+// peerPairs returns, for every run at pipeline p with both counterd and
+// the peer measured, counterd's committed rate over the peer's and its
+// CPU per increment over the peer's.
+func peerPairs(rows []Row, p int) (ratios, cpuRatios []float64) {
+	for _, x := range rows {
+		if x.Pipeline != p || x.Approach != Counterd || x.Missing {
+			continue
+		}
+		y := findRun(rows, Peer, p, x.Run)
+		if y == nil || y.Missing {
+			continue
+		}
+		if c, q := x.CommittedRate(), y.CommittedRate(); c >= 0 && q > 0 {
+			ratios = append(ratios, c/q)
+		}
+		if c, q := counterdCPU(x), peerCPU(*y); c >= 0 && q > 0 {
+			cpuRatios = append(cpuRatios, c/q)
+		}
+	}
+	return ratios, cpuRatios
 }
 
 // counterdCPU is counterd's and its backends' CPU µs per increment, or -1.
