@@ -59,6 +59,9 @@ type bench struct {
 	// the log its runs share.
 	uniquesD   *counterdServer
 	uniquesLog *os.File
+
+	// peerLog is what the peer's workers printed, one per ingest cell.
+	peerLog *os.File
 }
 
 // newBench checks the tools, recreates the schema and opens the pool.
@@ -161,6 +164,9 @@ func (b *bench) close() error {
 	if b.budgetLogFile != nil {
 		errs = append(errs, b.budgetLogFile.Close())
 	}
+	if b.peerLog != nil {
+		errs = append(errs, b.peerLog.Close())
+	}
 	if b.pool != nil {
 		b.pool.Close()
 	}
@@ -237,7 +243,7 @@ func (b *bench) cells() int {
 		n += 2 * len(ceilingDists(b.cfg.dists()))
 	}
 	if b.cfg.runs("ingest") {
-		n += 6*b.cfg.IngestRuns + len(b.latencyTargetCells())
+		n += 2*len(ingestServers)*b.cfg.IngestRuns + len(b.latencyTargetCells())
 	}
 	if b.cfg.runs("latency") {
 		n += 2 * len(b.cfg.LatencyRates)

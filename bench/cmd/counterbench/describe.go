@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/counterd/counterd/bench/internal/pattern"
+	"github.com/counterd/counterd/bench/internal/peer"
 	"github.com/counterd/counterd/bench/internal/process"
 	"github.com/counterd/counterd/bench/internal/report"
 	"github.com/counterd/counterd/internal/bench/keyspace"
@@ -122,7 +123,7 @@ func (b *bench) describeSettings() [][2]string {
 		s = append(s, [2]string{"ceiling", fmt.Sprintf("up to %d distinct keys per statement", c.CeilingBatch)})
 	}
 	if c.runs("ingest") {
-		s = append(s, [2]string{"ingest", fmt.Sprintf("redis-benchmark -c 50 -r 100000 -n %d -P 16 and -P 1, %d runs of counterd, redis-server --appendonly yes --appendfsync everysec and redis-server keeping nothing, interleaved", c.IngestRequests, c.IngestRuns)})
+		s = append(s, [2]string{"ingest", fmt.Sprintf("redis-benchmark -c 50 -r 100000 -n %d -P 16 and -P 1, %d runs of counterd, the Redis-buffer-plus-worker pattern (hincrby %s post:__rand_int__ 1 to redis-server everysec; a worker process moves the buffer into table %s every second and at once after the load), redis-server --appendonly yes --appendfsync everysec and redis-server keeping nothing, interleaved", c.IngestRequests, c.IngestRuns, peer.Hash, peer.Table)})
 		if len(b.latencyTargetCells()) > 0 {
 			s = append(s, [2]string{"latency target", fmt.Sprintf("%d unpipelined clients offering %s INCR/s for %v, uniform keys, to counterd and to redis-server with appendfsync everysec", report.LatencyTargetClients, report.Thousands(report.LatencyTargetRate), c.Duration)})
 		}
@@ -135,13 +136,13 @@ func (b *bench) describeSettings() [][2]string {
 			sustainClients, sustainPipeline, c.SustainRate, c.SustainDuration, sustainKeys, sampleEvery)})
 	}
 	if c.runs("ingest") || c.runs("uniques") {
-		pg := "PostgreSQL: the backends with counterd's application_name in pg_stat_activity; whole PostgreSQL: "
+		pg := "PostgreSQL: the backends with counterd's (or the peer's worker's) application_name in pg_stat_activity; whole PostgreSQL: "
 		if b.postmaster != 0 {
 			pg += fmt.Sprintf("postmaster pid %d and its children (the server is not the run's own: other clients' work counts too)", b.postmaster)
 		} else {
 			pg += "not measured, " + b.postmasterWhy
 		}
-		s = append(s, [2]string{"CPU per request", "utime+stime from /proc/PID/stat before and after each ingest and uniques cell (after counterd's final FLUSH), divided by the requests; " + pg})
+		s = append(s, [2]string{"CPU per request", "utime+stime from /proc/PID/stat before and after each ingest and uniques cell (after counterd's final FLUSH or the peer's drain), divided by the requests; the peer's worker is a process of its own; " + pg})
 	}
 	if c.runs("uniques") {
 		s = append(s, [2]string{"uniques", fmt.Sprintf("redis-benchmark -c %d -P 16, %d runs, interleaved: INCR and PFADD with -n %d -r %d to counterd, PFADD to redis-server keeping nothing and with appendfsync everysec; INCRONCE (window %s) with -n %d aiming at %s%% repeats",

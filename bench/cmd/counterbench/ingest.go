@@ -24,16 +24,20 @@ const (
 	ingestKeys    = 100000
 )
 
-// ingest runs the real redis-benchmark against counterd, redis-server
-// with appendfsync everysec and redis-server keeping nothing, with 16
-// commands per round trip and unpipelined, IngestRuns times. Each run
-// measures every server at one depth before the next depth, starting
-// with a different server each run, so no server always goes first
-// after the machine's load changed. Then, unless the latency section
-// covers it, counterd at the latency target's paced load.
+// ingestServers are the ingest section's servers, in the first run's
+// order: counterd, the Redis-buffer-plus-worker pattern, redis-server
+// with appendfsync everysec and redis-server keeping nothing.
+var ingestServers = []string{report.Counterd, report.Peer, report.RedisEverysec, report.RedisPlain}
+
+// ingest runs the real redis-benchmark against each of ingestServers,
+// with 16 commands per round trip and unpipelined, IngestRuns times.
+// Each run measures every server at one depth before the next depth,
+// starting with a different server each run, so no server always goes
+// first after the machine's load changed. Then, unless the latency
+// section covers it, counterd at the latency target's paced load.
 func (b *bench) ingest(ctx context.Context) error {
 	tool, lookErr := process.Lookup(b.cfg.RedisBenchmark, "redis-benchmark")
-	servers := []string{report.Counterd, report.RedisEverysec, report.RedisPlain}
+	servers := ingestServers
 	for run := 1; run <= b.cfg.IngestRuns; run++ {
 		for _, p := range []int{16, 1} {
 			for i := range servers {
@@ -57,6 +61,9 @@ func (b *bench) ingest(ctx context.Context) error {
 func (b *bench) ingestCell(ctx context.Context, tool string, lookErr error, row *report.Row) error {
 	if benchmarkMissing(lookErr, row) {
 		return nil
+	}
+	if row.Approach == report.Peer {
+		return b.peerCell(ctx, tool, row)
 	}
 	if row.Approach == report.Counterd {
 		srv, err := b.startCounterd(ctx)

@@ -4,7 +4,9 @@
 // LOCKED slots, probabilistic increments), counterd over its socket, and
 // redis-server for reference, at several concurrencies and key
 // distributions; then PostgreSQL's multi-row upsert ceiling, a
-// redis-benchmark ingest run, latency at an offered rate and a sustained
+// redis-benchmark ingest run (which also measures the Redis-buffer-plus-
+// worker pattern; its worker is this command, run by the benchmark as
+// "counterbench peer-worker"), latency at an offered rate and a sustained
 // load on counterd that watches whether PostgreSQL keeps up. The uniques
 // section runs PFADD beside INCR and redis-server's PFADD, and INCRONCE
 // with few and many repeated visitors. Two more sections reproduce issue
@@ -13,8 +15,8 @@
 // concurrently (seed 004). It writes bench.md, bench.csv and bench.png,
 // sustain.png and sustain.csv for the sustained load, budgets.csv for the
 // budget and tickets cells, and counterd.log, counterd-uniques.log,
-// counterd-budget.log and redis-server.log with everything the servers
-// printed. Run "counterbench -h" for its settings; "make bench" provides
+// counterd-budget.log, redis-server.log and peer-worker.log with
+// everything the servers printed. Run "counterbench -h" for its settings; "make bench" provides
 // PostgreSQL and redis-server.
 package main
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/counterd/counterd/bench/internal/peer"
 	"github.com/counterd/counterd/bench/internal/report"
 	"github.com/counterd/counterd/internal/config"
 )
@@ -20,14 +21,17 @@ func (u usageError) Unwrap() error { return u.error }
 const usage = `usage: counterbench
 
 Measures counting into PostgreSQL: the patterns an application can use on
-its own, counterd, and redis-server for reference; unique counts (PFADD
+its own, counterd, redis-server for reference and the Redis-buffer-plus-
+worker pattern (redis-server buffering HINCRBY, a worker moving the buffer
+into PostgreSQL every second: "counterbench peer-worker", started by the
+run itself); unique counts (PFADD
 against INCR and redis-server's PFADD, INCRONCE); and bounded budgets
 (seed 000) and ticket draws (seed 004) the same way. Writes bench.md,
 bench.csv and bench.png (and, for the sustain section, sustain.png and
 sustain.csv; for the budget and tickets sections, budgets.csv) into
 COUNTERBENCH_OUT, and there too everything counterd and redis-server
 print, to counterd.log, counterd-uniques.log, counterd-partitions.log,
-counterd-budget.log and redis-server.log. "make bench" builds counterd,
+counterd-budget.log, redis-server.log and peer-worker.log. "make bench" builds counterd,
 starts a throwaway PostgreSQL and runs this; COUNTERBENCH_SECTIONS=uniques
 make bench runs only the unique counts. The partitions section declares
 PL/Proxy clusters with scripts/cluster.sh (databases SCHEMA_N_proxy and
@@ -39,6 +43,9 @@ Settings come from the environment:
 
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
+		if args[0] == peerWorkerArg {
+			return peer.Run(ctx, args[1:], environ, stdout, stderr)
+		}
 		if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 			fmt.Fprint(stdout, usage)
 			config.Usage[settings](stdout)

@@ -10,10 +10,12 @@ import (
 	_ "image/png"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +29,18 @@ import (
 var counterdBinary string
 
 func TestMain(m *testing.M) {
+	// The run starts its own executable, this test binary, as the
+	// peer's worker.
+	if len(os.Args) > 1 && os.Args[1] == peerWorkerArg {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "peer-worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	proctest.Main(m, "counterd", "github.com/counterd/counterd/cmd/counterd", &counterdBinary)
 }
 
@@ -121,11 +135,11 @@ func TestRunShort(t *testing.T) {
 	if left := children(t); len(left) > 0 {
 		t.Errorf("processes left running: %v", left)
 	}
-	if !strings.Contains(stderr.String(), "[1/85] naive hot c=1") || !strings.Contains(stderr.String(), "[65/85] ingest counterd redis-benchmark -P 16 -n 16000 (run 1)") ||
-		!strings.Contains(stderr.String(), "[71/85] ingest redis-server-everysec redis-benchmark -P 16 -n 16000 (run 2)") ||
-		!strings.Contains(stderr.String(), "[78/85] latency target redis-server-everysec 50000/s from 50 clients") ||
-		!strings.Contains(stderr.String(), "[82/85] latency redis-server") ||
-		!strings.Contains(stderr.String(), "[83/85] sustain counterd") || !strings.Contains(stderr.String(), "[85/85] windows counterd+3 windows zipf c=4") {
+	if !strings.Contains(stderr.String(), "[1/89] naive hot c=1") || !strings.Contains(stderr.String(), "[65/89] ingest counterd redis-benchmark -P 16 -n 16000 (run 1)") ||
+		!strings.Contains(stderr.String(), "[73/89] ingest redis-worker redis-benchmark -P 16 -n 16000 (run 2)") ||
+		!strings.Contains(stderr.String(), "[82/89] latency target redis-server-everysec 50000/s from 50 clients") ||
+		!strings.Contains(stderr.String(), "[86/89] latency redis-server") ||
+		!strings.Contains(stderr.String(), "[87/89] sustain counterd") || !strings.Contains(stderr.String(), "[89/89] windows counterd+3 windows zipf c=4") {
 		t.Errorf("progress lines missing from stderr:\n%s", stderr.String())
 	}
 
@@ -169,9 +183,9 @@ func TestRunShort(t *testing.T) {
 				t.Errorf("%s: stored %d; want exactly the %d increments acknowledged", name, stored, incr)
 			}
 		}
-		if strings.HasPrefix(r["approach"], "counterd") {
-			// Coalescing never writes more slot rows than increments
-			// make changes: one, or four with three windows.
+		if strings.HasPrefix(r["approach"], "counterd") || r["approach"] == report.Peer {
+			// Coalescing never writes more rows than increments make
+			// changes: one, or four with three windows.
 			most := incr
 			if strings.Contains(r["approach"], "windows") {
 				most = 4 * incr
@@ -187,11 +201,14 @@ func TestRunShort(t *testing.T) {
 		}
 		if r["section"] == report.Ingest || r["section"] == report.Latency {
 			// CPU per increment is read for every server; PostgreSQL's
-			// for counterd, whose backends are on this machine.
-			wantPG := r["approach"] == report.Counterd
-			if r["server_cpu_us_per_incr"] == "" || (r["pg_cpu_us_per_incr"] != "") != wantPG || (r["pg_server_cpu_us_per_incr"] != "") != wantPG {
-				t.Errorf("%s: cpu µs/incr server %q, PostgreSQL %q, whole PostgreSQL %q; want the server's, and PostgreSQL's only for counterd",
-					name, r["server_cpu_us_per_incr"], r["pg_cpu_us_per_incr"], r["pg_server_cpu_us_per_incr"])
+			// for counterd and the peer, whose backends are on this
+			// machine, and the worker's for the peer.
+			wantPG := r["approach"] == report.Counterd || r["approach"] == report.Peer
+			wantWorker := r["approach"] == report.Peer
+			if r["server_cpu_us_per_incr"] == "" || (r["pg_cpu_us_per_incr"] != "") != wantPG || (r["pg_server_cpu_us_per_incr"] != "") != wantPG ||
+				(r["worker_cpu_us_per_incr"] != "") != wantWorker {
+				t.Errorf("%s: cpu µs/incr server %q, worker %q, PostgreSQL %q, whole PostgreSQL %q; want the server's, PostgreSQL's only for counterd and the peer, the worker's only for the peer",
+					name, r["server_cpu_us_per_incr"], r["worker_cpu_us_per_incr"], r["pg_cpu_us_per_incr"], r["pg_server_cpu_us_per_incr"])
 			}
 		}
 		if r["section"] == report.Ingest && r["run"] != "1" && r["run"] != "2" {
@@ -220,7 +237,7 @@ func TestRunShort(t *testing.T) {
 			want[fmt.Sprintf("ceiling/ceiling/%s/%s", k, c)] = 1
 		}
 	}
-	for _, s := range []string{"counterd", "redis-server", "redis-server-everysec"} {
+	for _, s := range []string{"counterd", "redis-server", "redis-server-everysec", "redis-worker"} {
 		want["ingest/"+s+"/random of 100000/50"] = 4 // two runs of -P 16 and -P 1
 	}
 	for _, s := range []string{"counterd", "redis-server"} {
@@ -237,8 +254,8 @@ func TestRunShort(t *testing.T) {
 			t.Errorf("cell %s: %d rows; want %d", k, cells[k], n)
 		}
 	}
-	if len(rows) != 60+4+12+2+4+1+2 {
-		t.Errorf("%d rows; want 85", len(rows))
+	if len(rows) != 60+4+16+2+4+1+2 {
+		t.Errorf("%d rows; want 89", len(rows))
 	}
 
 	var inTable int64
@@ -254,7 +271,7 @@ func TestRunShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"Reproduce with", "make bench", "logs: counterd.log, redis-server.log", "| PostgreSQL | ", "## Ceiling", "## Ingest", "## Latency", "skiplocked",
-		"| pipeline | counterd ÷ redis everysec | target |", "| redis-server (appendfsync everysec) | 16 | 2 |", "Target p99 < 1 ms at 50,000/s from 50 unpipelined clients: counterd p99",
+		"| pipeline | counterd ÷ redis everysec | target |", "| pipeline | committed: counterd ÷ pattern | target |", "| redis-server (appendfsync everysec) | 16 | 2 |", "Target p99 < 1 ms at 50,000/s from 50 unpipelined clients: counterd p99",
 		"## Sustained load", "counterd, hot: committed increments per second", "| counterd-p16 ÷ atomic |"} {
 		if !bytes.Contains(md, []byte(s)) {
 			t.Errorf("bench.md lacks %q", s)
@@ -265,6 +282,9 @@ func TestRunShort(t *testing.T) {
 	if redisErr == nil {
 		logs[report.RedisLogFile] = "ready to accept connections"
 		logs[report.RedisAOFLogFile] = "ready to accept connections"
+		if toolErr == nil {
+			logs[report.PeerWorkerLogFile] = "peer worker stopped"
+		}
 	}
 	for name, want := range logs {
 		log, err := os.ReadFile(filepath.Join(out, name))
@@ -311,10 +331,10 @@ func TestMissingRedis(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
 	rows := readCSV(t, filepath.Join(out, report.CSVFile))
-	// matrix, ingest (three servers, two depths, two runs), latency at
+	// matrix, ingest (four servers, two depths, two runs), latency at
 	// two rates, the latency target on counterd and redis-server.
-	if len(rows) != 1+12+2*2+2 {
-		t.Fatalf("%d rows; want 19", len(rows))
+	if len(rows) != 1+16+2*2+2 {
+		t.Fatalf("%d rows; want 23", len(rows))
 	}
 	for _, r := range rows {
 		name := r["section"] + " " + r["approach"]

@@ -8,15 +8,16 @@ import (
 
 // Columns are bench.csv's header. Rates are per second, latencies in
 // microseconds; a column that does not apply to a row is empty.
-// drain_seconds and committed_rate are for counterd rows; the pending,
+// drain_seconds and committed_rate are for counterd and peer rows; the pending,
 // keeps_up, write and rounds columns for sustain rows; run numbers the
 // repetitions of ingest and uniques cells; command, new, seen_rows,
 // wal_bytes_per_incr and rows_per_round are for uniques rows (see Row),
 // and rounds for them too; partitions and
 // pg_server_cpu_us_per_committed (the whole PostgreSQL server's CPU per
 // increment committed) for partitions rows. The cpu columns are CPU microseconds per
-// increment (see CPU): the server measured, counterd's PostgreSQL
-// backends, and the whole PostgreSQL server.
+// increment (see CPU): the server measured, counterd's (or the peer's
+// worker's) PostgreSQL backends, the whole PostgreSQL server, and the
+// peer's worker process.
 var Columns = []string{
 	"section", "approach", "command", "keys", "clients", "pipeline", "run", "seconds",
 	"increments", "errors", "incr_per_s", "offered_per_s", "p50_us", "p99_us",
@@ -27,6 +28,7 @@ var Columns = []string{
 	"server_cpu_us_per_incr", "pg_cpu_us_per_incr", "pg_server_cpu_us_per_incr",
 	"new", "seen_rows", "wal_bytes_per_incr", "rows_per_round",
 	"partitions", "pg_server_cpu_us_per_committed",
+	"worker_cpu_us_per_incr",
 	"missing", "note",
 }
 
@@ -100,6 +102,7 @@ func record(r Row) []string {
 		}
 		for col, share := range map[string]Share{
 			"server_cpu_us_per_incr": r.CPU.Server, "pg_cpu_us_per_incr": r.CPU.PG, "pg_server_cpu_us_per_incr": r.CPU.PGServer,
+			"worker_cpu_us_per_incr": r.CPU.Worker,
 		} {
 			if us := r.MicrosPerIncr(share); us >= 0 {
 				v[col] = f(us, 3)

@@ -32,6 +32,8 @@ func serverLabel(name string) string {
 		return "redis-server (no persistence)"
 	case RedisEverysec:
 		return "redis-server (appendfsync everysec)"
+	case Peer:
+		return "redis-server everysec + worker → PostgreSQL"
 	}
 	return name
 }
@@ -42,8 +44,8 @@ func ingest(b *bufio.Writer, r *Report) {
 		return
 	}
 	fmt.Fprintf(b, "## Ingest: redis-benchmark\n\n")
-	fmt.Fprintf(b, "The real `redis-benchmark -s SOCKET -c 50 -r 100000 -n N -P P incr post:__rand_int__` against counterd (journal on, its defaults), redis-server with `appendonly yes`, `appendfsync everysec` (the durable reference) and redis-server keeping nothing, one right after the other within each run (each run starting with a different server), so every ratio compares cells measured under much the same load. counterd is then FLUSHed and its stored total compared with N; *committed/s* counts that FLUSH's time too. "+
-		"*CPU µs/INCR* is CPU time (utime+stime from /proc/PID/stat, all threads) read before and after the cell, divided by N: *server* is counterd's or redis-server's own; *PostgreSQL* the backends serving counterd's connections (found by their application_name in pg_stat_activity), including the final FLUSH's rounds; *whole PostgreSQL* every process of the server's postmaster (from postmaster.pid in its data directory), which also counts anything else using that server. *rows/INCR* is slot rows counterd wrote per increment.\n\n")
+	fmt.Fprintf(b, "The real `redis-benchmark -s SOCKET -c 50 -r 100000 -n N -P P incr post:__rand_int__` against counterd (journal on, its defaults), redis-server with `appendonly yes`, `appendfsync everysec` (the durable reference) and redis-server keeping nothing, and `hincrby counts post:__rand_int__ 1` against the Redis-buffer-plus-worker pattern (%s), one right after the other within each run (each run starting with a different server), so every ratio compares cells measured under much the same load. counterd is then FLUSHed, the pattern's worker told to move its buffer at once (its drain), and the stored total compared with N; *committed/s* counts that drain's time too. "+
+		"*CPU µs/INCR* is CPU time (utime+stime from /proc/PID/stat, all threads) read before and after the cell, divided by N: *server* is counterd's or redis-server's own; *worker* the pattern's worker process; *PostgreSQL* the backends serving counterd's or the worker's connections (found by their application_name in pg_stat_activity), including the drain's writes; *whole PostgreSQL* every process of the server's postmaster (from postmaster.pid in its data directory), which also counts anything else using that server. *rows/INCR* is rows counterd or the worker wrote per increment.\n\n", serverLabel(Peer))
 	var body [][]string
 	for _, x := range rows {
 		run := "—"
@@ -51,22 +53,21 @@ func ingest(b *bufio.Writer, r *Report) {
 			run = strconv.Itoa(x.Run)
 		}
 		if x.Missing {
-			body = append(body, []string{serverLabel(x.Approach), strconv.Itoa(x.Pipeline), run, "—", "—", "—", "missing: " + x.Note, "—", "—", "—", "—", "—"})
+			body = append(body, []string{serverLabel(x.Approach), strconv.Itoa(x.Pipeline), run, "—", "—", "—", "missing: " + x.Note, "—", "—", "—", "—", "—", "—"})
 			continue
 		}
 		body = append(body, []string{
 			serverLabel(x.Approach), strconv.Itoa(x.Pipeline), run, Thousands(int64(x.Rate)), Duration(x.P50), Duration(x.P99), totalCell(x),
-			cpuCell(x, x.CPU.Server), cpuCell(x, x.CPU.PG), cpuCell(x, x.CPU.PGServer), rowsCell(x), committedCell(&x),
+			cpuCell(x, x.CPU.Server), cpuCell(x, x.CPU.Worker), cpuCell(x, x.CPU.PG), cpuCell(x, x.CPU.PGServer), rowsCell(x), committedCell(&x),
 		})
 	}
-	table(b, []string{"server", "pipeline", "run", "requests/s", "p50", "p99", "total", "CPU µs/INCR server", "PostgreSQL", "whole PostgreSQL", "rows/INCR", "committed/s"}, body)
+	table(b, []string{"server", "pipeline", "run", "requests/s", "p50", "p99", "total", "CPU µs/INCR server", "worker", "PostgreSQL", "whole PostgreSQL", "rows/INCR", "committed/s"}, body)
 	ingestRatios(b, rows)
+	peerRatios(b, rows)
 }
 
-// ingestRatios writes, per pipeline depth, the ratios of requests per
-// second within each run (median, and the range over runs) and the
-// median CPU per increment of each server.
-func ingestRatios(b *bufio.Writer, rows []Row) {
+// pipelines lists the pipeline depths of rows, deepest first.
+func pipelines(rows []Row) []int {
 	var pipes []int
 	for _, x := range rows {
 		if !slices.Contains(pipes, x.Pipeline) {
@@ -74,8 +75,15 @@ func ingestRatios(b *bufio.Writer, rows []Row) {
 		}
 	}
 	slices.SortFunc(pipes, func(a, b int) int { return b - a })
+	return pipes
+}
+
+// ingestRatios writes, per pipeline depth, the ratios of requests per
+// second within each run (median, and the range over runs) and the
+// median CPU per increment of each server.
+func ingestRatios(b *bufio.Writer, rows []Row) {
 	var body [][]string
-	for _, p := range pipes {
+	for _, p := range pipelines(rows) {
 		ratio := func(num, den string) ([]float64, string) {
 			var v []float64
 			for _, x := range rows {

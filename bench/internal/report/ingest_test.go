@@ -48,7 +48,7 @@ func TestIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| counterd | 16 | 1 | 900,000 | 0 | 0 | exact | 2 | 1 | 2 | 0.25 |",
+		"| counterd | 16 | 1 | 900,000 | 0 | 0 | exact | 2 | — | 1 | 2 | 0.25 |",
 		"| redis-server (appendfsync everysec) | 16 | 2 | 1,200,000 |",
 		"| redis-server (no persistence) | 1 | 1 | — | — | — | missing: redis-server did not start |",
 		// 0.9 and 0.5 within runs; 0.6 and 0.5 against no persistence.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	}
 	if len(section(r.Rows, Partitions)) > 0 {
 		fmt.Fprintf(b, ", %s", PartitionsLogFile)
+	}
+	if slices.ContainsFunc(r.Rows, func(x Row) bool { return x.Approach == Peer }) {
+		fmt.Fprintf(b, ", %s", PeerWorkerLogFile)
 	}
 	fmt.Fprintf(b, "\n\n")
 	table(b, []string{"machine", ""}, [][]string{

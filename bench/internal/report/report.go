@@ -135,9 +135,11 @@ type Sample struct {
 // connections; and the whole PostgreSQL server (every process of its
 // postmaster), which also counts other clients' work on a shared server.
 // counterd's readings end after its final FLUSH, so the rounds that drain
-// the cell count too.
+// the cell count too. For the peer (the Redis-buffer-plus-worker pattern)
+// Server is redis-server, Worker the worker process and PG the worker's
+// backends, read after its drain.
 type CPU struct {
-	Server, PG, PGServer Share
+	Server, Worker, PG, PGServer Share
 }
 
 // Share is one CPU reading's difference; Known is false when it could not
