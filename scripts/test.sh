@@ -13,6 +13,11 @@ fi
 
 # The client libraries the end-to-end client tests drive (fast when present).
 scripts/clients.sh
+# redis-server and redis-benchmark: the harness tests in bench/ compare
+# counterd with them (and the Redis-buffer-plus-worker pattern), and the
+# client tests' redis-server comparisons run rather than skip.
+. scripts/redis.sh
+ensure_redis test.sh
 # promtool checks /metrics (TestMetricsPassPromtool); install it here so
 # CI runs that test rather than skipping it.
 if ! command -v promtool >/dev/null && command -v apt-get >/dev/null && [[ $(id -u) == 0 ]]; then

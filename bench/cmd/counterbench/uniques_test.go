@@ -137,8 +137,10 @@ func TestUniquesShort(t *testing.T) {
 			t.Errorf("bench.md lacks %q", s)
 		}
 	}
+	// Every counterd cell is a redis-benchmark load: without the tool no
+	// counterd starts.
 	log, err := os.ReadFile(filepath.Join(out, report.UniquesLogFile))
-	if err != nil || !bytes.Contains(log, []byte("counterd ready")) {
+	if toolErr == nil && (err != nil || !bytes.Contains(log, []byte("counterd ready"))) {
 		t.Errorf("%s: %v; want counterd's ready line", report.UniquesLogFile, err)
 	}
 }
