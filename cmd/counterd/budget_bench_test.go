@@ -51,11 +51,13 @@ func BenchmarkTake(b *testing.B) {
 	for i := range conns {
 		conns[i] = budgetClient(b, d.socket)
 	}
+	var granted atomic.Int64
 	take := func(ctx context.Context, w int) error {
 		n, err := conns[w].Do(ctx, "TAKE", "take").Int64()
 		if err == nil && n != 1 {
 			b.Errorf("TAKE replied %d", n)
 		}
+		granted.Add(n)
 		return err
 	}
 	incr := func(ctx context.Context, w int) error {
@@ -77,6 +79,14 @@ func BenchmarkTake(b *testing.B) {
 		b.ReportMetric(incrs, "incr/s")
 		b.ReportMetric(grants/incrs, "take/incr")
 	})
+	// No overspend: once the daemon has stopped (and returned its
+	// leases), the budget has granted exactly what TAKE replied.
+	defer func() {
+		d.stop()
+		if got := readBudget(b, db.URL, "take"); got.granted != granted.Load() || got.leased != 0 {
+			b.Errorf("budget after the TAKEs: granted %d, leased %d; want %d replied, 0", got.granted, got.leased, granted.Load())
+		}
+	}()
 	b.Run("lock-free-update", func(b *testing.B) {
 		b.ReportMetric(parallel(b, b.N, func(ctx context.Context, _ int) error {
 			_, err := db.Pool.Exec(ctx, `UPDATE budgets SET granted = granted + 1
