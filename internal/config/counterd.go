@@ -41,8 +41,6 @@ type Counterd struct {
 	// bottleneck, while SQL readers still see an increment within a second
 	// (GET reads pending increments anyway).
 	FlushIntervalMax time.Duration `env:"COUNTERD_FLUSH_INTERVAL_MAX" envDefault:"1s" help:"longest a round accumulates: rounds grow up to this while PostgreSQL is busy writing them; at or below COUNTERD_FLUSH_INTERVAL rounds are fixed"`
-	// 10k keys per statement keeps one flush well under a second on a
-	// laptop while amortising the round trip.
 	// 100,000 rather than a smaller cap: a cap that cuts rounds before the
 	// flush interval does keeps the adaptive interval from growing them,
 	// and unpipelined loads over many keys then coalesce almost nothing
