@@ -246,7 +246,7 @@ func (b *bench) cells() int {
 		n += 2*len(ingestServers)*b.cfg.IngestRuns + len(b.latencyTargetCells())
 	}
 	if b.cfg.runs("latency") {
-		n += 2 * len(b.cfg.LatencyRates)
+		n += len(latencyServers) * len(b.cfg.LatencyRates)
 	}
 	if b.cfg.runs("sustain") {
 		n++

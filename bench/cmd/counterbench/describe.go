@@ -129,7 +129,7 @@ func (b *bench) describeSettings() [][2]string {
 		}
 	}
 	if c.runs("latency") {
-		s = append(s, [2]string{"latency", fmt.Sprintf("%d unpipelined clients offering %s INCR/s in total for %v each, uniform keys", c.LatencyClients, rateList(c.LatencyRates), c.Duration)})
+		s = append(s, [2]string{"latency", fmt.Sprintf("%d unpipelined clients offering %s INCR/s in total for %v each, uniform keys, to counterd, redis-server with appendfsync everysec and redis-server keeping nothing; p50, p99, p99.9 and the longest latency (under a paced load, the longest is at least the longest time the server answered no one)", c.LatencyClients, rateList(c.LatencyRates), c.Duration)})
 	}
 	if c.runs("sustain") {
 		s = append(s, [2]string{"sustain", fmt.Sprintf("%d clients, %d INCR per round trip, offering %.0f INCR/s in total for %v, %s keys; counterd's /metrics read every %v",

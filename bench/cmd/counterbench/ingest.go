@@ -13,8 +13,6 @@ import (
 
 	"github.com/counterd/counterd/bench/internal/process"
 	"github.com/counterd/counterd/bench/internal/report"
-	"github.com/counterd/counterd/internal/bench/keyspace"
-	"github.com/counterd/counterd/internal/bench/loadgen"
 )
 
 // ingestClients and ingestKeys are redis-benchmark's -c and -r: the load
@@ -108,25 +106,10 @@ func (b *bench) latencyTargetCells() []string {
 // rows.
 func (b *bench) latencyTarget(ctx context.Context) error {
 	for _, target := range b.latencyTargetCells() {
-		b.progress.step("latency target %s %d/s from %d clients", target, report.LatencyTargetRate, report.LatencyTargetClients)
-		row := report.Row{
-			Section: report.Latency, Approach: target, Keys: keyspace.Uniform.String(),
-			Clients: report.LatencyTargetClients, Pipeline: 1, Offered: report.LatencyTargetRate,
+		step := fmt.Sprintf("latency target %s %d/s from %d clients", target, report.LatencyTargetRate, report.LatencyTargetClients)
+		if err := b.latencyCell(ctx, step, target, report.LatencyTargetRate, report.LatencyTargetClients); err != nil {
+			return err
 		}
-		load := loadgen.Config{
-			Clients: report.LatencyTargetClients, Pipeline: 1, Duration: b.cfg.Duration, Rate: report.LatencyTargetRate,
-			Source: b.sourceFor(keyspace.Uniform), Seed: b.nextSeed(),
-		}
-		var err error
-		if target == report.Counterd {
-			err = b.counterdMeasure(ctx, &row, load)
-		} else {
-			err = b.redisMeasureOn(ctx, redisEverysec, &row, load)
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		b.add(row, err)
 	}
 	return nil
 }

@@ -135,11 +135,11 @@ func TestRunShort(t *testing.T) {
 	if left := children(t); len(left) > 0 {
 		t.Errorf("processes left running: %v", left)
 	}
-	if !strings.Contains(stderr.String(), "[1/89] naive hot c=1") || !strings.Contains(stderr.String(), "[65/89] ingest counterd redis-benchmark -P 16 -n 16000 (run 1)") ||
-		!strings.Contains(stderr.String(), "[73/89] ingest redis-worker redis-benchmark -P 16 -n 16000 (run 2)") ||
-		!strings.Contains(stderr.String(), "[82/89] latency target redis-server-everysec 50000/s from 50 clients") ||
-		!strings.Contains(stderr.String(), "[86/89] latency redis-server") ||
-		!strings.Contains(stderr.String(), "[87/89] sustain counterd") || !strings.Contains(stderr.String(), "[89/89] windows counterd+3 windows zipf c=4") {
+	if !strings.Contains(stderr.String(), "[1/91] naive hot c=1") || !strings.Contains(stderr.String(), "[65/91] ingest counterd redis-benchmark -P 16 -n 16000 (run 1)") ||
+		!strings.Contains(stderr.String(), "[73/91] ingest redis-worker redis-benchmark -P 16 -n 16000 (run 2)") ||
+		!strings.Contains(stderr.String(), "[82/91] latency target redis-server-everysec 50000/s from 50 clients") ||
+		!strings.Contains(stderr.String(), "[88/91] latency redis-server") ||
+		!strings.Contains(stderr.String(), "[89/91] sustain counterd") || !strings.Contains(stderr.String(), "[91/91] windows counterd+3 windows zipf c=4") {
 		t.Errorf("progress lines missing from stderr:\n%s", stderr.String())
 	}
 
@@ -240,7 +240,7 @@ func TestRunShort(t *testing.T) {
 	for _, s := range []string{"counterd", "redis-server", "redis-server-everysec", "redis-worker"} {
 		want["ingest/"+s+"/random of 100000/50"] = 4 // two runs of -P 16 and -P 1
 	}
-	for _, s := range []string{"counterd", "redis-server"} {
+	for _, s := range []string{"counterd", "redis-server", "redis-server-everysec"} {
 		want["latency/"+s+"/uniform/10"] = 2 // one per offered rate
 	}
 	// The latency target's cells, which the latency section's rates miss.
@@ -254,8 +254,8 @@ func TestRunShort(t *testing.T) {
 			t.Errorf("cell %s: %d rows; want %d", k, cells[k], n)
 		}
 	}
-	if len(rows) != 60+4+16+2+4+1+2 {
-		t.Errorf("%d rows; want 89", len(rows))
+	if len(rows) != 60+4+16+2+6+1+2 {
+		t.Errorf("%d rows; want 91", len(rows))
 	}
 
 	var inTable int64
@@ -336,9 +336,10 @@ func TestMissingRedis(t *testing.T) {
 	}
 	rows := readCSV(t, filepath.Join(out, report.CSVFile))
 	// matrix, ingest (four servers, two depths, two runs), latency at
-	// two rates, the latency target on counterd and redis-server.
-	if len(rows) != 1+16+2*2+2 {
-		t.Fatalf("%d rows; want 23", len(rows))
+	// two rates on three servers, the latency target on counterd and
+	// redis-server.
+	if len(rows) != 1+16+2*3+2 {
+		t.Fatalf("%d rows; want 25", len(rows))
 	}
 	for _, r := range rows {
 		name := r["section"] + " " + r["approach"]

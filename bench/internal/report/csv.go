@@ -20,7 +20,7 @@ import (
 // peer's worker process.
 var Columns = []string{
 	"section", "approach", "command", "keys", "clients", "pipeline", "run", "seconds",
-	"increments", "errors", "incr_per_s", "offered_per_s", "p50_us", "p99_us",
+	"increments", "errors", "incr_per_s", "offered_per_s", "p50_us", "p99_us", "p999_us", "max_us",
 	"stored", "exact", "diff", "estimate_bound95",
 	"rows_written", "rows_per_incr", "rows_per_s",
 	"drain_seconds", "committed_rate",
@@ -66,6 +66,9 @@ func record(r Row) []string {
 			v["offered_per_s"] = f(r.Offered, 1)
 		}
 		v["p50_us"], v["p99_us"] = us(int64(r.P50)), us(int64(r.P99))
+		if r.Max > 0 {
+			v["p999_us"], v["max_us"] = us(int64(r.P999)), us(int64(r.Max))
+		}
 		if r.Checked {
 			v["stored"], v["exact"], v["diff"] = i(r.Stored), strconv.FormatBool(r.Exact()), i(r.Diff())
 			if r.Estimate {

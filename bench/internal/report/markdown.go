@@ -135,15 +135,16 @@ func paced(b *bufio.Writer, r *Report) {
 	var body [][]string
 	for _, x := range rows {
 		if x.Missing {
-			body = append(body, []string{serverLabel(x.Approach), strconv.Itoa(x.Clients), "—", "—", "—", "—", "missing: " + x.Note})
+			body = append(body, []string{serverLabel(x.Approach), strconv.Itoa(x.Clients), "—", "—", "—", "—", "—", "—", "missing: " + x.Note})
 			continue
 		}
 		body = append(body, []string{
 			serverLabel(x.Approach), strconv.Itoa(x.Clients), Thousands(int64(x.Offered)), Thousands(int64(x.Rate)),
-			Duration(x.P50), Duration(x.P99), totalCell(x),
+			Duration(x.P50), Duration(x.P99), Duration(x.P999), Duration(x.Max), totalCell(x),
 		})
 	}
-	table(b, []string{"server", "clients", "offered/s", "achieved/s", "p50", "p99", "total"}, body)
+	table(b, []string{"server", "clients", "offered/s", "achieved/s", "p50", "p99", "p99.9", "max", "total"}, body)
+	latencyAgainstEverysec(b, rows)
 	latencyTarget(b, rows)
 }
 

@@ -65,6 +65,9 @@ type Row struct {
 	// load asked for.
 	Rate, Offered float64
 	P50, P99      time.Duration
+	// P999 and Max are the 99.9th percentile and longest latency, where
+	// the section measures them (the latency section); zero otherwise.
+	P999, Max time.Duration
 	// Checked says whether the stored total was read back; Stored is
 	// how much it grew.
 	Checked bool

@@ -66,10 +66,12 @@ type Result struct {
 	Ops     int64 // commands answered without error
 	Errors  int64 // error replies
 	Elapsed time.Duration
-	// P50 and P99 are pipeline latencies: the round trip of one pipeline,
-	// as redis-benchmark reports it, measured from its scheduled send time
-	// when the load is paced.
-	P50, P99 time.Duration
+	// P50, P99 and P999 are pipeline latencies: the round trip of one
+	// pipeline, as redis-benchmark reports it, measured from its scheduled
+	// send time when the load is paced. Max is the longest; under a paced
+	// load it bounds from below the longest time the server answered no
+	// one (a stall of d delays the replies due during it by up to d).
+	P50, P99, P999, Max time.Duration
 }
 
 // Rate is commands answered per second.
@@ -145,6 +147,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.Elapsed = time.Since(start)
 	res.P50 = hist.Quantile(0.50)
 	res.P99 = hist.Quantile(0.99)
+	res.P999 = hist.Quantile(0.999)
+	res.Max = hist.Max()
 	return res, firstErr
 }
 
