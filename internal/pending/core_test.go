@@ -98,7 +98,7 @@ func TestGetExactWithHalfCommittedRound(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, err := slots.New(db.Pool, slots.Options{Writers: 2})
+	st, err := slots.New(db.Pool, slots.Options{Writers: 2, SplitAlways: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,8 +132,14 @@ func (f *Flusher) Interval() time.Duration { return f.pace.interval() }
 // jittered backoff, and accumulates rather than queueing more rounds.
 // timed says the pacer's timer asked for the cut: only then does finding
 // nothing shrink the interval (a FLUSH right after a paced round finds
-// nothing too, whatever PostgreSQL's load).
+// nothing too, whatever PostgreSQL's load). Otherwise someone waits on the
+// rounds (a kick, the final flush), and the store may spend more
+// connections on them (store.WithUrgent).
 func (f *Flusher) flushAll(ctx context.Context, paced, timed bool) error {
+	wctx := ctx
+	if !timed {
+		wctx = store.WithUrgent(ctx)
+	}
 	cuts := 0
 	for attempt := 0; ; {
 		if f.QueuedRounds() == 0 {
@@ -162,7 +168,7 @@ func (f *Flusher) flushAll(ctx context.Context, paced, timed bool) error {
 			cuts++
 			f.seal()
 		}
-		err := f.commitOldest(ctx)
+		err := f.commitOldest(wctx)
 		f.setHealth(err)
 		if err == nil {
 			f.afterBurst(ctx, f.committedKeys) // the round is unreachable now

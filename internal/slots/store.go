@@ -33,9 +33,14 @@ const minKeysPerWriter = 2000
 type Options struct {
 	// Slots is how many slot rows one key may spread over (1..32767).
 	Slots int
-	// Writers is how many transactions ApplyOnce splits a batch into,
-	// run at once on as many connections (1..Lanes, default 2).
+	// Writers is how many transactions ApplyOnce splits a batch into at
+	// most, run at once on as many connections (1..Lanes, default 2). A
+	// batch is split only while PostgreSQL is behind (spread.go).
 	Writers int
+	// SplitAlways splits every batch over Writers (one transaction per
+	// 2,000 keys), however PostgreSQL keeps up: for tests and benchmarks
+	// of the split itself.
+	SplitAlways bool
 	// MaxAttempts bounds retries of a transaction that hit a deadlock or
 	// serialization failure (default 8).
 	MaxAttempts int
@@ -59,6 +64,7 @@ type Store struct {
 	keyTTL      keyTTLFunc
 	// expiring is set once any key had an expiry (anyExpiry).
 	expiring atomic.Bool
+	spread   spread
 }
 
 // New returns a Store over pool, which must have the schema migrated.
@@ -79,13 +85,13 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 		opts.MaxAttempts = 8
 	}
 	return &Store{pool: pool, slots: opts.Slots, writers: opts.Writers, maxAttempts: opts.MaxAttempts,
-		retention: opts.Retention, keyTTL: opts.KeyTTL}, nil
+		retention: opts.Retention, keyTTL: opts.KeyTTL, spread: spread{always: opts.SplitAlways}}, nil
 }
 
 // Slots returns how many slot rows one key may spread over.
 func (s *Store) Slots() int { return s.slots }
 
-// Writers returns how many transactions ApplyOnce runs at once.
+// Writers returns how many transactions ApplyOnce runs at once at most.
 func (s *Store) Writers() int { return s.writers }
 
 // retry runs fn, again after a deadlock or serialization failure (with

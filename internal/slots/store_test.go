@@ -289,7 +289,7 @@ func TestApplyOnceReplaysPartlyCommittedRound(t *testing.T) {
 	db := pgtest.New(t, pgtest.Options{})
 	ctx := context.Background()
 	st := func(writers int) *slots.Store {
-		s, err := slots.New(db.Pool, slots.Options{Writers: writers})
+		s, err := slots.New(db.Pool, slots.Options{Writers: writers, SplitAlways: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -382,7 +382,7 @@ func TestLastSeqFallsBackToInstanceRow(t *testing.T) {
 func TestApplyOnceWriterWithNoKeys(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
-	s, err := slots.New(db.Pool, slots.Options{Writers: 2})
+	s, err := slots.New(db.Pool, slots.Options{Writers: 2, SplitAlways: true})
 	if err != nil {
 		t.Fatal(err)
 	}

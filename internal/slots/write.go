@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/counterd/counterd/internal/store"
 
@@ -28,8 +29,9 @@ func (s *Store) Apply(ctx context.Context, batch []change.Change) (store.ApplyRe
 }
 
 // ApplyOnce adds every change exactly once per id: the keys are split by
-// lane over up to s.writers transactions (one per minKeysPerWriter keys),
-// run at once, and each transaction records id for its lanes. A lane
+// lane over up to s.writers transactions (one per minKeysPerWriter keys,
+// and one while PostgreSQL keeps up: spread.go), run at once, and each
+// transaction records id for its lanes. A lane
 // whose id (or a later one of the same generation) is already recorded is
 // skipped, so a batch retried after some or all of its transactions
 // committed, or replayed after a crash, is written once. On error some
@@ -40,7 +42,9 @@ func (s *Store) ApplyOnce(ctx context.Context, id store.BatchID, batch []change.
 	// A small batch is written faster by one transaction than by several
 	// that each pay a commit; identities are per lane, so the grouping
 	// may change from batch to batch.
-	writers := min(s.writers, 1+len(batch)/minKeysPerWriter)
+	start := time.Now()
+	writers := s.spread.writers(s.writers, len(batch), start, store.Urgent(ctx))
+	defer func() { s.spread.wrote(start, time.Since(start)) }()
 	parts := make([]part, writers)
 	for l := range store.Lanes {
 		p := &parts[l%writers]
