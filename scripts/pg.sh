@@ -349,6 +349,14 @@ write_config() {
 	sockdir="\"${RUN//\"/\"\"}\""
 	sockdir=${sockdir//\'/\'\'}
 	tmp=$(mktemp "$DATA/.counterd.conf.XXXXXX")
+	# Full-page images after each checkpoint are most of the WAL a round
+	# writes over many keys, and stalled replies (docs/operations.md):
+	# compress them, with lz4 where the server has it (PostgreSQL 15+).
+	local walcomp=on configure
+	configure=$("$(dirname -- "$(readlink -f -- "$POSTGRES" 2>/dev/null || echo "$POSTGRES")")/pg_config" --configure 2>/dev/null) || true
+	if [[ $configure == *--with-lz4* ]] && (($(major_of "$POSTGRES") >= 15)); then
+		walcomp=lz4
+	fi
 	cat >"$tmp" <<EOF
 # Managed by scripts/pg.sh; rewritten on every 'scripts/pg.sh start'.
 listen_addresses = ''
@@ -359,6 +367,7 @@ shared_buffers = 256MB
 fsync = on
 synchronous_commit = on
 full_page_writes = on
+wal_compression = $walcomp
 EOF
 	chmod 600 -- "$tmp"
 	if is_root; then chown -- "$PG_USER:" "$tmp"; fi

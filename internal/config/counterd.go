@@ -81,7 +81,7 @@ type Counterd struct {
 	OwnerTTL time.Duration `env:"COUNTERD_OWNER_TTL" envDefault:"30s" help:"the journal's instance is claimed in PostgreSQL and heartbeated every third of this; another daemon on a copy of the journal is refused while the heartbeat is younger, and may take the instance over once it is older"`
 
 	Slots      int `env:"COUNTERD_SLOTS" envDefault:"16" help:"slot rows one key may spread over"`
-	Writers    int `env:"COUNTERD_WRITERS" envDefault:"2" help:"most transactions one flush round is split into (one per 2,000 keys), written at once (1..16)"`
+	Writers    int `env:"COUNTERD_WRITERS" envDefault:"2" help:"most transactions one flush round is split into (one per 2,000 keys), written at once (1..16); a round is split only while PostgreSQL is behind or a client waits on it (FLUSH, COUNTERD_ACK=commit)"`
 	DBMaxConns int `env:"COUNTERD_DB_MAX_CONNS" envDefault:"8" help:"PostgreSQL connections in the pool (in each partition's pool with COUNTERD_CLUSTER)"`
 	// Cluster names a PL/Proxy cluster the operator declared in the
 	// DATABASE_URL database (docs/scaling.md).
