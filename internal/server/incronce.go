@@ -24,8 +24,27 @@ var incronceSpec = &cmdSpec{
 	keyFlags: []string{"RW", "UPDATE"}, acl: []string{"@write", "@string", "@slow"},
 	group: "counterd", since: "1.0.0", complexity: "O(1)",
 	summary: "Counts a view of a counter once per visitor per window (sliding from the visitor's last counted view); replies 1 once the view is accepted, counted at commit if new.",
-	run:     (*session).incronce, blocking: true,
+	run:     (*session).incronce, fast: (*session).incronceFast, blocking: true,
 	refusal: "ERR INCRONCE is not supported inside MULTI: send it outside the transaction",
+}
+
+// incronceFast adds a well-formed INCRONCE to the session's group, as the
+// increments' fast path does, and reports whether it did: a pipeline's
+// views are then one journal append with its increments, on the event
+// loop, where the slow path journaled each view on its own from a
+// goroutine (about 19 µs of counterd's CPU a view). The view's Delta, 1,
+// is its reply. Anything malformed is left to incronce, which says why.
+func (c *session) incronceFast(spec *cmdSpec, args [][]byte) bool {
+	if len(args) != spec.arity {
+		return false
+	}
+	item, msg := parseOnce(args, c.s.buf.Now())
+	if msg != "" {
+		return false
+	}
+	c.conn.lastCmd.Store(spec)
+	c.group = append(c.group, item)
+	return true
 }
 
 // incronce answers INCRONCE key visitor window.

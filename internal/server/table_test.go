@@ -128,7 +128,7 @@ func TestCommandFlags(t *testing.T) {
 		got  string
 		want string
 	}{
-		{"fast path", pick(func(c *cmdSpec) bool { return c.fast != nil }), "incr decr incrby decrby take pfadd"},
+		{"fast path", pick(func(c *cmdSpec) bool { return c.fast != nil }), "incr decr incrby decrby incronce take pfadd"},
 		{"blocking", pick(func(c *cmdSpec) bool { return c.blocking }),
 			"incronce get mget count range top flush exec budget take next del set expire pexpire expireat pexpireat ttl pttl persist pfadd pfcount pfmerge"},
 		{"queued in MULTI", pick(func(c *cmdSpec) bool { return c.multi == multiQueued }),
@@ -190,6 +190,12 @@ func TestFastPath(t *testing.T) {
 			want = false
 			if !c.fastPath([][]byte{[]byte("PFADD"), []byte("k"), []byte("m")}) {
 				t.Error("PFADD k m: fast path did not take it")
+			}
+		}
+		if spec.name == "incronce" { // its fast path takes only a valid view (a window of 0 is not)
+			want = false
+			if !c.fastPath([][]byte{[]byte("INCRONCE"), []byte("k"), []byte("user:7"), []byte("8h")}) {
+				t.Error("INCRONCE k user:7 8h: fast path did not take it")
 			}
 		}
 		if got := c.fastPath(args); got != want {
