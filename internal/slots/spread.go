@@ -11,8 +11,9 @@ import (
 // work burstier: on a server that shares the daemon's cores (the sidecar
 // next to a small database, every benchmark on one machine) two backends
 // writing a round at once took both cores from the event loop and its
-// clients, and unpipelined INCR's p99 at 50,000/s was 15 ms against 4.5
-// ms with one (docs/performance.md, "Latency"). So a batch is split only
+// clients: at 50,000 unpipelined INCR/s, p99 was lower with this rule in
+// 6 of 6 alternated runs (docs/performance.md, "Latency and stalls"), the
+// committed rate unchanged within noise. So a batch is split only
 // when someone waits on it (store.Urgent: FLUSH, COUNTERD_ACK=commit,
 // shutdown) or the store is behind: when the previous batch's write took
 // at least half the time from its start to this one's, that is,

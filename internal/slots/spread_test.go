@@ -24,7 +24,7 @@ func TestSpread(t *testing.T) {
 		}
 	}
 	ms := time.Millisecond
-	f(false, false, -1, 0, 2, 10000, 2)        // no write yet: behind
+	f(false, false, -1, 0, 2, 10000, 2)         // no write yet: behind
 	f(false, false, 10*ms, 100*ms, 2, 10000, 1) // busy 10% of the time: keeps up
 	f(false, false, 49*ms, 100*ms, 4, 10000, 1)
 	f(false, false, 50*ms, 100*ms, 4, 10000, 4) // busy half the time: behind
