@@ -47,23 +47,33 @@ func TestSortByKey(t *testing.T) {
 	f(10000, 1000)
 	f(10000, 9000)
 	f(70000, 1000)
+	f(49000, 1_000_000)
+	f(5000, 4000) // repeats in the sample, mostly distinct overall
 }
 
-// BenchmarkSortByKey is a round of unique members as make bench's
-// uniques section makes them: 65,000 over 1,000 keys.
+// BenchmarkSortByKey sorts a round of unique members as make bench's
+// uniques section makes them (65,000 over 1,000 keys) and a round of
+// counters as its latency section makes them at 50,000 INCR/s (49,000
+// keys, nearly all distinct), by sortByKey and by sorting the changes in
+// place.
 func BenchmarkSortByKey(b *testing.B) {
-	cs := keyedChanges(65000, 1000)
-	work := make([]laneChange, len(cs))
-	b.Run("sortByKey", func(b *testing.B) {
-		for b.Loop() {
-			copy(work, cs)
-			sortByKey(work)
-		}
-	})
-	b.Run("SortFunc", func(b *testing.B) {
-		for b.Loop() {
-			copy(work, cs)
-			slices.SortFunc(work, func(a, b laneChange) int { return strings.Compare(a.Key, b.Key) })
-		}
-	})
+	for _, c := range []struct {
+		name    string
+		n, keys int
+	}{{"members", 65000, 1000}, {"counters", 49000, 1_000_000}} {
+		cs := keyedChanges(c.n, c.keys)
+		work := make([]laneChange, len(cs))
+		b.Run(c.name+"/sortByKey", func(b *testing.B) {
+			for b.Loop() {
+				copy(work, cs)
+				sortByKey(work)
+			}
+		})
+		b.Run(c.name+"/SortFunc", func(b *testing.B) {
+			for b.Loop() {
+				copy(work, cs)
+				slices.SortFunc(work, func(a, b laneChange) int { return strings.Compare(a.Key, b.Key) })
+			}
+		})
+	}
 }
