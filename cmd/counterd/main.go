@@ -10,9 +10,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/counterd/counterd/internal/server"
 )
 
 func main() {
+	server.Oversubscribe(os.Getenv("GOMAXPROCS"))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -365,7 +366,7 @@ func (r *running) run(ctx context.Context, srv *server.Server, ln net.Listener, 
 	budgetsDone.Go(func() { r.budgets.Run(ctx) })
 
 	cfg := r.cfg
-	r.log.Info("counterd ready", "socket", cfg.Socket, "ack", cfg.Ack, "io", cfg.IO, "slots", cfg.Slots, "writers", cfg.Writers, "flush_interval", cfg.FlushInterval, "flush_interval_max", cfg.FlushIntervalMax, "windows", win.String())
+	r.log.Info("counterd ready", "socket", cfg.Socket, "ack", cfg.Ack, "io", cfg.IO, "slots", cfg.Slots, "writers", cfg.Writers, "procs", runtime.GOMAXPROCS(0), "flush_interval", cfg.FlushInterval, "flush_interval_max", cfg.FlushIntervalMax, "windows", win.String())
 	serveErr := srv.Serve(ctx, ln)
 	r.log.Info("stopped accepting; flushing", "pending_keys", r.buf.PendingKeys(), "queued_rounds", r.buf.QueuedRounds())
 	stopFlusher()

@@ -118,7 +118,7 @@ type Counterd struct {
 	// enough that a stuck one does not hold a connection slot for long.
 	ClientWriteTimeout time.Duration `env:"COUNTERD_CLIENT_WRITE_TIMEOUT" envDefault:"30s" help:"a client that does not take its pending replies within this long is disconnected"`
 	IO                 string        `env:"COUNTERD_IO" defaultDoc:"loop (Linux), else goroutines" help:"how connections are served: loop (event loops, one journal write per loop pass; Linux only) or goroutines (one per connection)"`
-	Loops              int           `env:"COUNTERD_LOOPS" envDefault:"0" help:"event loops with COUNTERD_IO=loop (0: half of GOMAXPROCS, at least 1)"`
+	Loops              int           `env:"COUNTERD_LOOPS" envDefault:"0" help:"event loops with COUNTERD_IO=loop (0: half of the cores, at least 1)"`
 	ShutdownTimeout    time.Duration `env:"COUNTERD_SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long connections may take to answer what they already sent (then they are closed), and then how long to keep retrying the final flush"`
 	LogLevel           slog.Level    `env:"COUNTERD_LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
 	LogFormat          string        `env:"COUNTERD_LOG_FORMAT" envDefault:"text" help:"text or json"`
