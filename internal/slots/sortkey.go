@@ -8,11 +8,10 @@ import (
 
 // sortByKey sorts cs by key, as write needs (every writer locks rows in
 // key order), keeping a key's changes in their order. Counters' keys
-// hardly repeat within a part: they are sorted as (key, index) pairs, which
-// moves a quarter of the bytes a laneChange swap does, and gathered
-// (sortDistinct; sorting the changes in place took 15-50 ms of a
-// 49,000-key round at 50,000 INCR/s, while the event loop waited for a
-// core). A part of unique members holds many changes a key (one a
+// hardly repeat within a part: they are radix-sorted and gathered
+// (sortDistinct; a comparison sort of the changes in place took 15-50 ms
+// of a 49,000-key round at 50,000 INCR/s in an instrumented build, while
+// the event loop waited for a core). A part of unique members holds many changes a key (one a
 // distinct member), where comparing keys in a general sort cost more than
 // the rest of writing them; so when a sample of the changes repeats keys
 // it sorts the distinct keys and places each change by its key's rank.

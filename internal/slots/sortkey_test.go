@@ -49,6 +49,31 @@ func TestSortByKey(t *testing.T) {
 	f(70000, 1000)
 	f(49000, 1_000_000)
 	f(5000, 4000) // repeats in the sample, mostly distinct overall
+
+	// Keys longer than the 16 bytes the radix sort looks at, sharing them,
+	// and keys differing only in trailing zero bytes.
+	rng := rand.New(rand.NewPCG(3, 4))
+	var cs []laneChange
+	for i := range 3000 {
+		var k string
+		switch i % 3 {
+		case 0:
+			k = fmt.Sprintf("counterd:views:post:%d", rng.IntN(100000))
+		case 1:
+			k = strings.Repeat("\x00", rng.IntN(3)) + fmt.Sprintf("%c", 'a'+rng.IntN(3)) + strings.Repeat("\x00", rng.IntN(20))
+		default:
+			k = fmt.Sprintf("p:%d", rng.IntN(1_000_000))
+		}
+		cs = append(cs, laneChange{Change: change.Change{Key: k, Kind: change.Total, Bucket: int64(i)}})
+	}
+	want := slices.Clone(cs)
+	slices.SortStableFunc(want, func(a, b laneChange) int { return strings.Compare(a.Key, b.Key) })
+	got := sortByKey(cs)
+	for i := range want {
+		if got[i].Key != want[i].Key || got[i].Bucket != want[i].Bucket {
+			t.Fatalf("long and zero-padded keys: at %d got %q #%d; want %q #%d", i, got[i].Key, got[i].Bucket, want[i].Key, want[i].Bucket)
+		}
+	}
 }
 
 // BenchmarkSortByKey sorts a round of unique members as make bench's
