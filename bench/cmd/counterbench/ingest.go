@@ -138,11 +138,12 @@ func (b *bench) redisBenchmark(ctx context.Context, tool, socket string, l bench
 		"-c", strconv.Itoa(l.clients), "-r", strconv.Itoa(l.keys),
 		"-n", strconv.Itoa(l.requests), "-P", strconv.Itoa(l.pipeline),
 		"--csv"}, l.command...)
-	out, err := process.Output(ctx, tool, args...)
+	out, cpu, err := process.OutputCPU(ctx, tool, args...)
 	if err != nil {
 		return err
 	}
 	row.Elapsed = time.Since(start)
+	row.CPU.Client = report.Share{Time: cpu, Known: true}
 	s, err := parseBenchmarkCSV(out)
 	if err != nil {
 		return err

@@ -211,6 +211,9 @@ func TestRunShort(t *testing.T) {
 					name, r["server_cpu_us_per_incr"], r["worker_cpu_us_per_incr"], r["pg_cpu_us_per_incr"], r["pg_server_cpu_us_per_incr"])
 			}
 		}
+		if r["section"] == report.Ingest && r["client_cpu_us_per_incr"] == "" {
+			t.Errorf("%s: no CPU µs/incr for redis-benchmark, the load generator", name)
+		}
 		if r["section"] == report.Ingest && r["run"] != "1" && r["run"] != "2" {
 			t.Errorf("%s: run %q; want 1 or 2", name, r["run"])
 		}

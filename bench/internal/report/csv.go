@@ -28,7 +28,7 @@ var Columns = []string{
 	"server_cpu_us_per_incr", "pg_cpu_us_per_incr", "pg_server_cpu_us_per_incr",
 	"new", "seen_rows", "wal_bytes_per_incr", "rows_per_round",
 	"partitions", "pg_server_cpu_us_per_committed",
-	"worker_cpu_us_per_incr",
+	"worker_cpu_us_per_incr", "client_cpu_us_per_incr",
 	"missing", "note",
 }
 
@@ -105,7 +105,7 @@ func record(r Row) []string {
 		}
 		for col, share := range map[string]Share{
 			"server_cpu_us_per_incr": r.CPU.Server, "pg_cpu_us_per_incr": r.CPU.PG, "pg_server_cpu_us_per_incr": r.CPU.PGServer,
-			"worker_cpu_us_per_incr": r.CPU.Worker,
+			"worker_cpu_us_per_incr": r.CPU.Worker, "client_cpu_us_per_incr": r.CPU.Client,
 		} {
 			if us := r.MicrosPerIncr(share); us >= 0 {
 				v[col] = f(us, 3)

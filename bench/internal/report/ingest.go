@@ -45,7 +45,7 @@ func ingest(b *bufio.Writer, r *Report) {
 	}
 	fmt.Fprintf(b, "## Ingest: redis-benchmark\n\n")
 	fmt.Fprintf(b, "The real `redis-benchmark -s SOCKET -c 50 -r 100000 -n N -P P incr post:__rand_int__` against counterd (journal on, its defaults), redis-server with `appendonly yes`, `appendfsync everysec` (the durable reference) and redis-server keeping nothing, and `hincrby counts post:__rand_int__ 1` against the Redis-buffer-plus-worker pattern (%s), one right after the other within each run (each run starting with a different server), so every ratio compares cells measured under much the same load. counterd is then FLUSHed, the pattern's worker told to move its buffer at once (its drain), and the stored total compared with N; *committed/s* counts that drain's time too. "+
-		"*CPU µs/INCR* is CPU time (utime+stime from /proc/PID/stat, all threads) read before and after the cell, divided by N: *server* is counterd's or redis-server's own; *worker* the pattern's worker process; *PostgreSQL* the backends serving counterd's or the worker's connections (found by their application_name in pg_stat_activity), including the drain's writes; *whole PostgreSQL* every process of the server's postmaster (from postmaster.pid in its data directory), which also counts anything else using that server. *rows/INCR* is rows counterd or the worker wrote per increment.\n\n", serverLabel(Peer))
+		"*CPU µs/INCR* is CPU time (utime+stime from /proc/PID/stat, all threads) read before and after the cell, divided by N: *server* is counterd's or redis-server's own; *worker* the pattern's worker process; *PostgreSQL* the backends serving counterd's or the worker's connections (found by their application_name in pg_stat_activity), including the drain's writes; *whole PostgreSQL* every process of the server's postmaster (from postmaster.pid in its data directory), which also counts anything else using that server; *redis-benchmark* the load generator's own, from the kernel when it exited: the same work whichever server it loads, taken from the cores they share, so on a small machine it narrows every ratio. *rows/INCR* is rows counterd or the worker wrote per increment.\n\n", serverLabel(Peer))
 	var body [][]string
 	for _, x := range rows {
 		run := "—"
@@ -53,15 +53,15 @@ func ingest(b *bufio.Writer, r *Report) {
 			run = strconv.Itoa(x.Run)
 		}
 		if x.Missing {
-			body = append(body, []string{serverLabel(x.Approach), strconv.Itoa(x.Pipeline), run, "—", "—", "—", "missing: " + x.Note, "—", "—", "—", "—", "—", "—"})
+			body = append(body, []string{serverLabel(x.Approach), strconv.Itoa(x.Pipeline), run, "—", "—", "—", "missing: " + x.Note, "—", "—", "—", "—", "—", "—", "—"})
 			continue
 		}
 		body = append(body, []string{
 			serverLabel(x.Approach), strconv.Itoa(x.Pipeline), run, Thousands(int64(x.Rate)), Duration(x.P50), Duration(x.P99), totalCell(x),
-			cpuCell(x, x.CPU.Server), cpuCell(x, x.CPU.Worker), cpuCell(x, x.CPU.PG), cpuCell(x, x.CPU.PGServer), rowsCell(x), committedCell(&x),
+			cpuCell(x, x.CPU.Server), cpuCell(x, x.CPU.Worker), cpuCell(x, x.CPU.PG), cpuCell(x, x.CPU.PGServer), cpuCell(x, x.CPU.Client), rowsCell(x), committedCell(&x),
 		})
 	}
-	table(b, []string{"server", "pipeline", "run", "requests/s", "p50", "p99", "total", "CPU µs/INCR server", "worker", "PostgreSQL", "whole PostgreSQL", "rows/INCR", "committed/s"}, body)
+	table(b, []string{"server", "pipeline", "run", "requests/s", "p50", "p99", "total", "CPU µs/INCR server", "worker", "PostgreSQL", "whole PostgreSQL", "redis-benchmark", "rows/INCR", "committed/s"}, body)
 	ingestRatios(b, rows)
 	peerRatios(b, rows)
 }

@@ -43,8 +43,9 @@ func TestIngest(t *testing.T) {
 			Increments: 50_000, P99: 3 * time.Millisecond, Elapsed: time.Second},
 	}}
 	r.Rows[0].RowsWritten = 250_000
+	r.Rows[0].CPU.Client = report.Share{Time: 3 * time.Second, Known: true}
 	markdownHas(t, r,
-		"| counterd | 16 | 1 | 900,000 | 0 | 0 | exact | 2 | — | 1 | 2 | 0.25 |",
+		"| counterd | 16 | 1 | 900,000 | 0 | 0 | exact | 2 | — | 1 | 2 | 3 | 0.25 |",
 		"| redis-server (appendfsync everysec) | 16 | 2 | 1,200,000 |",
 		"| redis-server (no persistence) | 1 | 1 | — | — | — | missing: redis-server did not start |",
 		// 0.9 and 0.5 within runs; 0.6 and 0.5 against no persistence.
@@ -67,17 +68,17 @@ func TestIngest(t *testing.T) {
 		col[c] = i
 	}
 	for _, tc := range []struct {
-		rec                   int
-		run, server, pg, pgsv string
+		rec                           int
+		run, server, pg, pgsv, client string
 	}{
-		{1, "1", "2.000", "1.000", "2.000"},
-		{2, "1", "1.000", "", ""},
-		{9, "1", "", "", ""}, // missing
-		{10, "", "", "", ""}, // latency: not measured here
+		{1, "1", "2.000", "1.000", "2.000", "3.000"},
+		{2, "1", "1.000", "", "", ""},
+		{9, "1", "", "", "", ""}, // missing
+		{10, "", "", "", "", ""}, // latency: not measured here
 	} {
 		rec := recs[tc.rec]
-		got := []string{rec[col["run"]], rec[col["server_cpu_us_per_incr"]], rec[col["pg_cpu_us_per_incr"]], rec[col["pg_server_cpu_us_per_incr"]]}
-		if want := []string{tc.run, tc.server, tc.pg, tc.pgsv}; strings.Join(got, ",") != strings.Join(want, ",") {
+		got := []string{rec[col["run"]], rec[col["server_cpu_us_per_incr"]], rec[col["pg_cpu_us_per_incr"]], rec[col["pg_server_cpu_us_per_incr"]], rec[col["client_cpu_us_per_incr"]]}
+		if want := []string{tc.run, tc.server, tc.pg, tc.pgsv, tc.client}; strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Errorf("record %d: run and cpu columns %q; want %q", tc.rec, got, want)
 		}
 	}

@@ -38,7 +38,7 @@ func TestPeer(t *testing.T) {
 	}}
 	markdownHas(t, r,
 		"peer-worker.log",
-		"| redis-server everysec + worker → PostgreSQL | 16 | 1 | 666,666 | 0 | 0 | exact | 1 | 0.5 | 0.5 | — | 0.25 | 500,000 |",
+		"| redis-server everysec + worker → PostgreSQL | 16 | 1 | 666,666 | 0 | 0 | exact | 1 | 0.5 | 0.5 | — | — | 0.25 | 500,000 |",
 		"| pipeline | committed: counterd ÷ pattern | target |",
 		// CPU: counterd 2 + 1 µs, the pattern 1 + 0.5 + 0.5 µs.
 		"| 16 | 1.83× [1.67×–2.00×] | met | 833,333 [666,666–1,000,000] | 450,000 [400,000–500,000] | 2 [2–2] | 1 [1–1] | 1 [1–1] | 0.5 [0.5–0.5] | 0.5 [0.5–0.5] | 1.5× [1.5×–1.5×] |",

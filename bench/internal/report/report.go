@@ -140,9 +140,11 @@ type Sample struct {
 // counterd's readings end after its final FLUSH, so the rounds that drain
 // the cell count too. For the peer (the Redis-buffer-plus-worker pattern)
 // Server is redis-server, Worker the worker process and PG the worker's
-// backends, read after its drain.
+// backends, read after its drain. Client is the load generator's own
+// (redis-benchmark's, from the kernel when it exited): the same work for
+// every server, taken from the cores they share.
 type CPU struct {
-	Server, Worker, PG, PGServer Share
+	Server, Worker, PG, PGServer, Client Share
 }
 
 // Share is one CPU reading's difference; Known is false when it could not

@@ -127,7 +127,7 @@ func TestWrite(t *testing.T) {
 	}
 	for _, want := range []string{
 		"COUNTERBENCH_DURATION=1s make bench", "counterd's and redis-server's logs: counterd.log, redis-server.log", "| cores | ", "### hot: one key", "| naive | 1,000 (inexact) | 8,000 (inexact) |",
-		"lost 100 (10%)", "missing: redis-server not found", "| counterd | 16 | 1 | 900,000 |", "| 1.5 | — | 2.5 | — | 0.05 |", "| 16 | — | — | 0.50× | — | 1.5 | 2.5 | — | — | — |",
+		"lost 100 (10%)", "missing: redis-server not found", "| counterd | 16 | 1 | 900,000 |", "| 1.5 | — | 2.5 | — | — | 0.05 |", "| 16 | — | — | 0.50× | — | 1.5 | 2.5 | — | — | — |",
 		"estimate +100 (1%; ±1,970 at 95%)", "| zipf | 2 | 10,000 | 200,000 | 300,000 |", "| counterd | 50 | 50,000 | 49,990 |",
 		"counterd, hot: committed increments per second (load + final FLUSH)", "| counterd-p1 | 40,000 | 320,000 |",
 		"| counterd-p1 ÷ naive | 40× | 40× |", "| 250 ms | 40,000 |",
