@@ -300,4 +300,7 @@ func (b *bench) counterdAround(ctx context.Context, srv *counterdServer, row *re
 func fillFromLoad(row *report.Row, res loadgen.Result) {
 	row.Elapsed, row.Increments, row.Errors = res.Elapsed, res.Ops, res.Errors
 	row.Rate, row.P50, row.P99, row.P999, row.Max = res.Rate(), res.P50, res.P99, res.P999, res.Max
+	for _, s := range res.Seconds {
+		row.Seconds = append(row.Seconds, report.Second{Replies: s.Ops, Max: s.Max})
+	}
 }

@@ -39,7 +39,7 @@ func (b *bench) latencyCell(ctx context.Context, step, target string, rate float
 	}
 	load := loadgen.Config{
 		Clients: clients, Pipeline: 1, Duration: b.cfg.Duration, Rate: rate,
-		Source: b.sourceFor(keyspace.Uniform), Seed: b.nextSeed(),
+		Source: b.sourceFor(keyspace.Uniform), Seed: b.nextSeed(), PerSecond: true,
 	}
 	var err error
 	if target == report.Counterd {

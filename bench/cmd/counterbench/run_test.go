@@ -321,6 +321,15 @@ func TestRunShort(t *testing.T) {
 	if err != nil || len(samples) < 2 {
 		t.Fatalf("sustain.csv: %v, %d records; want a header and at least one sample", err, len(samples))
 	}
+	// Every latency cell is recorded second by second.
+	raw, err := os.ReadFile(filepath.Join(out, report.LatencySecondsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seconds, err := csv.NewReader(bytes.NewReader(raw)).ReadAll()
+	if err != nil || len(seconds) < 2 || strings.Join(seconds[0], ",") != strings.Join(report.SecondsColumns, ",") {
+		t.Fatalf("%s: %v, %d records; want its header and a record per second:\n%s", report.LatencySecondsFile, err, len(seconds), raw)
+	}
 }
 
 // TestMissingRedis points the run at redis tools that do not exist: the

@@ -2,8 +2,11 @@ package report
 
 import (
 	"bufio"
+	"encoding/csv"
 	"fmt"
+	"io"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -70,4 +73,75 @@ func verdict(met bool) string {
 		return "met"
 	}
 	return "not met"
+}
+
+// Late thresholds of latencySeconds: a second with a reply later than
+// these is counted.
+const (
+	lateSecond     = 10 * time.Millisecond
+	verySlowSecond = 50 * time.Millisecond
+)
+
+// latencySeconds writes, for every latency row measured second by second,
+// where its worst second was: the fewest replies in one second, the
+// seconds with a reply later than lateSecond and verySlowSecond, and the
+// longest reply with its second, so a stall shows where it happened
+// (latency-seconds.csv has every second).
+func latencySeconds(b *bufio.Writer, rows []Row) {
+	var body [][]string
+	for _, x := range rows {
+		if x.Missing || len(x.Seconds) == 0 {
+			continue
+		}
+		fewest, slowest := 0, 0
+		var late, verySlow int
+		for i, s := range x.Seconds {
+			if s.Replies < x.Seconds[fewest].Replies {
+				fewest = i
+			}
+			if s.Max > x.Seconds[slowest].Max {
+				slowest = i
+			}
+			if s.Max > lateSecond {
+				late++
+			}
+			if s.Max > verySlowSecond {
+				verySlow++
+			}
+		}
+		body = append(body, []string{
+			serverLabel(x.Approach), Thousands(int64(x.Offered)), strconv.Itoa(len(x.Seconds)),
+			fmt.Sprintf("%s (second %d)", Thousands(x.Seconds[fewest].Replies), fewest+1),
+			strconv.Itoa(late), strconv.Itoa(verySlow),
+			fmt.Sprintf("%s (second %d)", Duration(x.Seconds[slowest].Max), slowest+1),
+		})
+	}
+	if len(body) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "Second by second (every second in %s): the fewest replies to the commands due in one second, how many seconds had a reply later than %s and than %s, and the longest reply with its second.\n\n", LatencySecondsFile, Duration(lateSecond), Duration(verySlowSecond))
+	table(b, []string{"server", "offered/s", "seconds", "fewest replies", "seconds > " + Duration(lateSecond), "seconds > " + Duration(verySlowSecond), "longest reply"}, body)
+}
+
+// SecondsColumns are latency-seconds.csv's header: one record per second
+// of every latency row.
+var SecondsColumns = []string{"approach", "offered_per_s", "clients", "second", "replies", "max_us"}
+
+// WriteSecondsCSV writes every latency row's seconds.
+func WriteSecondsCSV(w io.Writer, r *Report) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(SecondsColumns); err != nil {
+		return err
+	}
+	for _, x := range section(r.Rows, Latency) {
+		for i, s := range x.Seconds {
+			rec := []string{x.Approach, strconv.FormatFloat(x.Offered, 'f', -1, 64), strconv.Itoa(x.Clients), strconv.Itoa(i + 1),
+				strconv.FormatInt(s.Replies, 10), strconv.FormatInt(s.Max.Microseconds(), 10)}
+			if err := cw.Write(rec); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
 }

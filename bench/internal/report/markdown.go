@@ -145,6 +145,7 @@ func paced(b *bufio.Writer, r *Report) {
 	}
 	table(b, []string{"server", "clients", "offered/s", "achieved/s", "p50", "p99", "p99.9", "max", "total"}, body)
 	latencyAgainstEverysec(b, rows)
+	latencySeconds(b, rows)
 	latencyTarget(b, rows)
 }
 

@@ -110,6 +110,9 @@ type Row struct {
 	// cell (pg_current_wal_lsn before it and after counterd's final
 	// FLUSH); 0 when not measured.
 	WALBytes int64
+	// Seconds is the load second by second, from its start: replies and
+	// the longest latency of the commands due in each. Latency rows only.
+	Seconds []Second
 	// Partitions is the PL/Proxy cluster's partition count counterd
 	// wrote through; 0 for plain PostgreSQL. Partitions rows only.
 	Partitions int
@@ -117,6 +120,13 @@ type Row struct {
 	// carry a remark on a cell that ran.
 	Missing bool
 	Note    string
+}
+
+// Second is one second of a paced load: replies to the commands due in
+// it, and the longest latency among them.
+type Second struct {
+	Replies int64
+	Max     time.Duration
 }
 
 // Sample is one scrape of counterd's metrics.
@@ -236,6 +246,8 @@ const (
 	ChartFile        = "bench.png"
 	SustainChartFile = "sustain.png"
 	SustainCSVFile   = "sustain.csv"
+	// LatencySecondsFile is every latency row second by second.
+	LatencySecondsFile = "latency-seconds.csv"
 )
 
 // Logs the benchmark writes beside the report, not Write: everything
@@ -269,6 +281,9 @@ func (r *Report) files() []file {
 	if len(section(r.Rows, Sustain)) > 0 {
 		out = append(out, file{SustainChartFile, WriteSustainChart}, file{SustainCSVFile, WriteSeriesCSV})
 	}
+	if slices.ContainsFunc(section(r.Rows, Latency), func(x Row) bool { return len(x.Seconds) > 0 }) {
+		out = append(out, file{LatencySecondsFile, WriteSecondsCSV})
+	}
 	if !r.BudgetPart.empty() {
 		out = append(out, file{BudgetCSVFile, func(w io.Writer, r *Report) error { return WriteBudgetCSV(w, &r.BudgetPart) }})
 	}
@@ -292,7 +307,7 @@ func Write(dir string, r *Report) error {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	files := r.files()
-	for _, stale := range []string{SustainChartFile, SustainCSVFile, BudgetCSVFile} {
+	for _, stale := range []string{SustainChartFile, SustainCSVFile, BudgetCSVFile, LatencySecondsFile} {
 		if !slices.ContainsFunc(files, func(f file) bool { return f.name == stale }) {
 			if err := os.Remove(filepath.Join(dir, stale)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("remove stale %s: %w", stale, err)

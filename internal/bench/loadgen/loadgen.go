@@ -59,6 +59,15 @@ type Config struct {
 	Keys int
 	// Seed varies the clients' random streams between runs (default 0).
 	Seed uint64
+	// PerSecond records Result.Seconds.
+	PerSecond bool
+}
+
+// Second is one second of a run: the commands answered in pipelines sent
+// (or, paced, due) in it, and the longest latency among them.
+type Second struct {
+	Ops int64
+	Max time.Duration
 }
 
 // Result is what a run measured.
@@ -72,6 +81,10 @@ type Result struct {
 	// load it bounds from below the longest time the server answered no
 	// one (a stall of d delays the replies due during it by up to d).
 	P50, P99, P999, Max time.Duration
+	// Seconds is, with Config.PerSecond, each second of the run from its
+	// start: a stall shows as a second with few replies, or as seconds
+	// whose longest latency is the stall's length.
+	Seconds []Second
 }
 
 // Rate is commands answered per second.
@@ -123,6 +136,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	for c := range cfg.Clients {
 		wg.Go(func() {
 			w := newWorker(cfg, c)
+			w.start = start
 			if interval > 0 {
 				// Spread the clients' first sends over one interval.
 				w.interval = interval
@@ -141,6 +155,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			res.Ops += w.ops
 			res.Errors += w.errs
 			hist.Merge(w.lat)
+			for i, s := range w.seconds {
+				if i == len(res.Seconds) {
+					res.Seconds = append(res.Seconds, Second{})
+				}
+				res.Seconds[i].Ops += s.Ops
+				res.Seconds[i].Max = max(res.Seconds[i].Max, s.Max)
+			}
 		})
 	}
 	wg.Wait()

@@ -177,6 +177,40 @@ func TestPacedLatencyIncludesQueueing(t *testing.T) {
 	}
 }
 
+// TestPerSecond: a paced run of 1.5 s has two seconds, which between them
+// hold every command answered and the run's longest latency; the server's
+// 5 ms per command shows in each second's longest.
+func TestPerSecond(t *testing.T) {
+	t.Parallel()
+	const service = 5 * time.Millisecond
+	s := startServer(t, service)
+	res, err := loadgen.Run(context.Background(), loadgen.Config{
+		Network: "tcp", Addr: s.ln.Addr().String(), Clients: 2, Duration: 1500 * time.Millisecond, Rate: 100, PerSecond: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Seconds) != 2 {
+		t.Fatalf("%d seconds for a paced run of 1.5 s: %+v; want 2", len(res.Seconds), res.Seconds)
+	}
+	var ops int64
+	var longest time.Duration
+	for i, sec := range res.Seconds {
+		if sec.Ops == 0 || sec.Max < service {
+			t.Errorf("second %d: %d commands, longest %v; want some, each at least %v", i, sec.Ops, sec.Max, service)
+		}
+		ops += sec.Ops
+		longest = max(longest, sec.Max)
+	}
+	if ops != res.Ops || longest != res.Max {
+		t.Errorf("seconds hold %d commands, longest %v; want the run's %d and %v", ops, longest, res.Ops, res.Max)
+	}
+	res, err = loadgen.Run(context.Background(), loadgen.Config{Network: "tcp", Addr: s.ln.Addr().String(), Requests: 10})
+	if err != nil || res.Seconds != nil {
+		t.Errorf("without PerSecond: seconds %v (err %v); want none", res.Seconds, err)
+	}
+}
+
 // TestCancel cancels a load once the server has its first command: Run
 // returns promptly with the context's error, closed loop or paced.
 func TestCancel(t *testing.T) {
@@ -225,6 +259,7 @@ func TestNoAllocationsPerCommand(t *testing.T) {
 		{Clients: 2, Pipeline: 1},
 		{Clients: 2, Pipeline: 1, Rate: 1e9},
 		{Clients: 2, Pipeline: 8, Source: func(rng *rand.Rand) func() uint64 { return func() uint64 { return rng.Uint64N(1e9) } }},
+		{Clients: 2, Pipeline: 1, PerSecond: true},
 	} {
 		cfg.Network, cfg.Addr = "tcp", s.ln.Addr().String()
 		allocs := func(n int) uint64 {

@@ -36,10 +36,20 @@ type worker struct {
 	// come); next is when the following pipeline is due.
 	interval time.Duration
 	due      time.Time
+
+	// start is the run's; seconds, with Config.PerSecond, counts each
+	// second's commands and longest latency, by when a pipeline was sent
+	// (or due).
+	start   time.Time
+	seconds []Second
 }
 
 func newWorker(cfg Config, id int) *worker {
 	w := &worker{cfg: cfg, id: id, rng: rand.New(rand.NewPCG(uint64(id), 42^cfg.Seed)), lat: new(latency.Histogram)}
+	if cfg.PerSecond {
+		// Room for the whole run, so recording never allocates.
+		w.seconds = make([]Second, 0, int(cfg.Duration/time.Second)+2)
+	}
 	if cfg.Source != nil {
 		w.next = cfg.Source(w.rng)
 	}
@@ -145,6 +155,7 @@ func (w *worker) roundTrip(conn net.Conn, rd *bufio.Reader, buf []byte, n int) e
 	if _, err := conn.Write(buf); err != nil {
 		return err
 	}
+	ops := w.ops
 	for range n {
 		ok, err := readReply(rd)
 		if err != nil {
@@ -156,8 +167,22 @@ func (w *worker) roundTrip(conn net.Conn, rd *bufio.Reader, buf []byte, n int) e
 			w.errs++
 		}
 	}
-	w.lat.Record(time.Since(t0))
+	took := time.Since(t0)
+	w.lat.Record(took)
+	if w.cfg.PerSecond {
+		w.record(t0, w.ops-ops, took)
+	}
 	return nil
+}
+
+// record counts ops commands sent at t0 that took took in their second.
+func (w *worker) record(t0 time.Time, ops int64, took time.Duration) {
+	i := max(int(t0.Sub(w.start)/time.Second), 0)
+	for len(w.seconds) <= i {
+		w.seconds = append(w.seconds, Second{})
+	}
+	w.seconds[i].Ops += ops
+	w.seconds[i].Max = max(w.seconds[i].Max, took)
 }
 
 // readReply reads one reply and reports whether it was not an error.
