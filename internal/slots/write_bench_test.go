@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
@@ -21,27 +22,114 @@ import (
 // ones, and reports the PostgreSQL backend's CPU time per slot row
 // (pg-µs/row, from /proc, so only when the server runs on this machine)
 // and rows written per second. It runs the round statement of a round of
-// totals and writeBatchByCTID, a candidate kept only here for comparison.
+// totals, and candidates kept only here for comparison:
+// writeBatchByCTID, and the round statement reading its keys from a
+// staging table filled by COPY in the same transaction (a temporary
+// table, an unlogged one and a logged one) instead of from array
+// parameters.
 //
 //	go test ./internal/slots/ -run '^$' -bench WriteStatement -benchtime 40x -count 5
 func BenchmarkWriteStatement(b *testing.B) {
+	current := roundStatement(1<<(byKind[change.Total]-1), false)
 	for _, size := range []int{2000, 10000} {
-		for _, c := range []struct{ name, query string }{
-			{"current", roundStatement(1<<(byKind[change.Total]-1), false)},
-			{"ctid", writeBatchByCTID},
+		for _, c := range []struct {
+			name  string
+			write roundWrite
+		}{
+			{"current", writeByArrays(current)},
+			{"ctid", writeByArrays(writeBatchByCTID)},
+			{"copy-temp", writeByCopy(current, "CREATE TEMPORARY TABLE round_stage (LIKE round_stage_shape) ON COMMIT DELETE ROWS")},
+			{"copy-unlogged", writeByCopy(current, "CREATE UNLOGGED TABLE round_stage (LIKE round_stage_shape)")},
+			{"copy-logged", writeByCopy(current, "CREATE TABLE round_stage (LIKE round_stage_shape)")},
 		} {
 			b.Run(fmt.Sprintf("keys=%d/stmt=%s", size, c.name), func(b *testing.B) {
-				benchWriteStatement(b, c.query, size)
+				benchWriteStatement(b, c.write, size)
 			})
 		}
 	}
 }
 
-func benchWriteStatement(b *testing.B, query string, size int) {
+// roundWrite writes one round of sorted keys with identity seq and
+// reports the rows it updated and inserted. setup prepares the
+// connection once, before the first round.
+type roundWrite struct {
+	setup func(ctx context.Context, conn *pgxpool.Conn) error
+	write func(ctx context.Context, conn *pgxpool.Conn, seq int64, keys []string, deltas []int64, vars []float64, fallback, lanes []int16) (updated, inserted int, err error)
+}
+
+// writeByArrays runs query, a round statement, with the round as array
+// parameters: what the daemon does.
+func writeByArrays(query string) roundWrite {
+	return roundWrite{write: func(ctx context.Context, conn *pgxpool.Conn, seq int64, keys []string, deltas []int64, vars []float64, fallback, lanes []int16) (updated, inserted int, err error) {
+		var done int
+		err = conn.QueryRow(ctx, query, pgx.QueryExecModeCacheDescribe,
+			[]string{"bench/0"}, seq, keys, deltas, vars, fallback, lanes).Scan(&updated, &inserted, &done)
+		return updated, inserted, err
+	}}
+}
+
+// stagedFrom is where the round statement reads a staged round: the
+// staging table in key order, in place of its array parameters.
+const stagedFrom = `(SELECT key, n, v, fallback, lane FROM round_stage ORDER BY key)`
+
+// writeByCopy copies the round into a staging table made by create, in
+// the transaction that then runs query with the staging table in place
+// of its array parameters, and empties the table (a temporary table ON
+// COMMIT DELETE ROWS empties itself).
+func writeByCopy(query, create string) roundWrite {
+	arrays := "unnest($3::text[], $4::bigint[], $5::float8[], $6::smallint[], $7::smallint[])\n        AS b(key, n, v, fallback, lane)"
+	if !strings.Contains(query, arrays) {
+		panic("the round statement no longer reads its keys from " + arrays)
+	}
+	staged := strings.Replace(query, arrays, stagedFrom+" AS b", 1)
+	temp := strings.Contains(create, "TEMPORARY")
+	return roundWrite{
+		setup: func(ctx context.Context, conn *pgxpool.Conn) error {
+			_, err := conn.Exec(ctx, `CREATE TABLE round_stage_shape (key text, n bigint, v float8, fallback smallint, lane smallint);`+create)
+			return err
+		},
+		write: func(ctx context.Context, conn *pgxpool.Conn, seq int64, keys []string, deltas []int64, vars []float64, fallback, lanes []int16) (updated, inserted int, err error) {
+			tx, err := conn.Begin(ctx)
+			if err != nil {
+				return 0, 0, err
+			}
+			defer tx.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
+			_, err = tx.CopyFrom(ctx, pgx.Identifier{"round_stage"}, []string{"key", "n", "v", "fallback", "lane"},
+				pgx.CopyFromSlice(len(keys), func(i int) ([]any, error) {
+					return []any{keys[i], deltas[i], vars[i], fallback[i], lanes[i]}, nil
+				}))
+			if err != nil {
+				return 0, 0, err
+			}
+			var done int
+			if err := tx.QueryRow(ctx, staged, []string{"bench/0"}, seq).Scan(&updated, &inserted, &done); err != nil {
+				return 0, 0, err
+			}
+			if !temp {
+				if _, err := tx.Exec(ctx, `DELETE FROM round_stage`); err != nil {
+					return 0, 0, err
+				}
+			}
+			return updated, inserted, tx.Commit(ctx)
+		},
+	}
+}
+
+func benchWriteStatement(b *testing.B, w roundWrite, size int) {
 	// One connection, so every round runs on the backend whose CPU time
 	// is read.
 	db := pgtest.New(b, pgtest.Options{MaxConns: 1})
 	ctx := context.Background()
+	conn, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Release()
+	if w.setup != nil {
+		if err := w.setup(ctx, conn); err != nil {
+			b.Fatal(err)
+		}
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var seq int64
 	round := func(keys []string) (updated, inserted int) {
@@ -53,9 +141,7 @@ func benchWriteStatement(b *testing.B, query string, size int) {
 			deltas[i], fallback[i], lanes[i] = 1, int16(rng.IntN(DefaultSlots)), 1
 		}
 		seq++
-		var done int
-		err := db.Pool.QueryRow(ctx, query, pgx.QueryExecModeCacheDescribe,
-			[]string{"bench/0"}, seq, keys, deltas, vars, fallback, lanes).Scan(&updated, &inserted, &done)
+		updated, inserted, err := w.write(ctx, conn, seq, keys, deltas, vars, fallback, lanes)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -67,11 +153,11 @@ func benchWriteStatement(b *testing.B, query string, size int) {
 		existing[i] = "post:" + strconv.Itoa(i)
 	}
 	round(slices.Clone(existing))
-	if _, err := db.Pool.Exec(ctx, `VACUUM ANALYZE counter_slots`); err != nil {
+	if _, err := conn.Exec(ctx, `VACUUM ANALYZE counter_slots`); err != nil {
 		b.Fatal(err)
 	}
 	var pid int
-	if err := db.Pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
 		b.Fatal(err)
 	}
 	_, cpuOK := backendCPU(pid)
@@ -104,7 +190,7 @@ func benchWriteStatement(b *testing.B, query string, size int) {
 	}
 	b.StopTimer()
 	var again int
-	if err := db.Pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&again); err != nil || again != pid {
+	if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&again); err != nil || again != pid {
 		b.Fatalf("backend changed from %d to %d (%v): its CPU time is not the rounds'", pid, again, err)
 	}
 	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
