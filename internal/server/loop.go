@@ -37,10 +37,10 @@ var cores = runtime.GOMAXPROCS(0)
 // both Ps busy while a round is prepared (the writers sort, encode and
 // allocate; the garbage collector marks what they allocated) and waits in
 // the run queue until the scheduler's 10 ms preemption frees one; on two
-// cores at 50,000 unpipelined INCR/s that put p50 at 290-410 µs. With a
+// cores at 50,000 unpipelined INCR/s that put p50 at 286-412 µs. With a
 // spare P the loop's thread runs at once and the kernel shares the cores
 // among threads as it does between processes, favouring the one that
-// just woke: p50 111-160 µs in the same runs, p99 lower in 3 of 3
+// just woke: p50 93-158 µs in the same session, p99 lower in 3 of 3
 // alternated pairs (docs/performance.md, "Latency and stalls").
 func Oversubscribe(procs string) int {
 	if procs != "" {
