@@ -266,6 +266,12 @@ func TestBudgetNeverOverspendsUnderKillsAndOutage(t *testing.T) {
 	for i := int64(1); i <= 8; i++ {
 		l.waitAcks(t, i*step)
 		d := ds[rng.IntN(len(ds))]
+		if i == 2 {
+			// The daemon that stays down must hold units, or there is
+			// nothing to forfeit: a daemon between two leases holds none,
+			// and which one that is depends on how the clients raced.
+			d = leaseHolder(t, db.URL, "gift", ds)
+		}
 		d.kill()
 		switch i {
 		case 2:
@@ -314,6 +320,39 @@ func TestBudgetNeverOverspendsUnderKillsAndOutage(t *testing.T) {
 	if b.granted < acked || b.granted > acked+unknown {
 		t.Errorf("granted %d; want the %d acknowledged, plus at most the %d whose reply was lost", b.granted, acked, unknown)
 	}
+}
+
+// leaseHolder returns the daemon of ds that holds the most units of key
+// in a live lease, waiting until one does: a lease's holder is its
+// daemon's journal instance, which the daemon logs at start.
+func leaseHolder(t *testing.T, url, key string, ds []*daemon) *daemon {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var found *daemon
+	ok := poll(time.Minute, func() bool {
+		var holder string
+		err := conn.QueryRow(ctx, `SELECT holder FROM budget_leases WHERE key = $1 AND NOT forfeited AND size > 0
+			ORDER BY size DESC LIMIT 1`, key).Scan(&holder)
+		if err != nil {
+			return false // none right now (pgx.ErrNoRows): look again
+		}
+		for _, d := range ds {
+			if strings.Contains(d.log(), "instance="+holder+" ") {
+				found = d
+				return true
+			}
+		}
+		return false
+	})
+	if !ok {
+		t.Fatalf("no daemon held units of %s in a live lease within a minute", key)
+	}
+	return found
 }
 
 // stallTimeout is how long a count may stand still before a test gives
