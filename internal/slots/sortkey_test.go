@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -77,16 +78,33 @@ func TestSortByKey(t *testing.T) {
 }
 
 // BenchmarkSortByKey sorts a round of unique members as make bench's
-// uniques section makes them (65,000 over 1,000 keys) and a round of
+// uniques section makes them (65,000 over 1,000 keys), a round of
 // counters as its latency section makes them at 50,000 INCR/s (49,000
-// keys, nearly all distinct), by sortByKey and by sorting the changes in
-// place.
+// keys, nearly all distinct), and the same with long keys sharing a long
+// prefix, and in 20 groups sharing one each, by sortByKey and by sorting
+// the changes in place.
 func BenchmarkSortByKey(b *testing.B) {
 	for _, c := range []struct {
 		name    string
 		n, keys int
-	}{{"members", 65000, 1000}, {"counters", 49000, 1_000_000}} {
+		prefix  string
+	}{
+		{"members", 65000, 1000, ""},
+		{"counters", 49000, 1_000_000, ""},
+		{"long-prefix", 49000, 1_000_000_000, "counterd:views:post:"},
+		{"grouped", 49000, 1_000_000_000, "tenant:%d:counterd:views:post:"},
+	} {
 		cs := keyedChanges(c.n, c.keys)
+		if c.prefix != "" {
+			rng := rand.New(rand.NewPCG(5, 6))
+			for i := range cs {
+				p := c.prefix
+				if strings.Contains(p, "%d") {
+					p = fmt.Sprintf(p, rng.IntN(20))
+				}
+				cs[i].Key = p + strconv.Itoa(rng.IntN(c.keys))
+			}
+		}
 		work := make([]laneChange, len(cs))
 		b.Run(c.name+"/sortByKey", func(b *testing.B) {
 			for b.Loop() {
