@@ -270,7 +270,7 @@ func TestBudgetNeverOverspendsUnderKillsAndOutage(t *testing.T) {
 			// The daemon that stays down must hold units, or there is
 			// nothing to forfeit: a daemon between two leases holds none,
 			// and which one that is depends on how the clients raced.
-			d = leaseHolder(t, db.URL, "gift", ds)
+			d = leaseHolder(t, db, "gift", ds)
 		}
 		d.kill()
 		switch i {
@@ -325,18 +325,13 @@ func TestBudgetNeverOverspendsUnderKillsAndOutage(t *testing.T) {
 // leaseHolder returns the daemon of ds that holds the most units of key
 // in a live lease, waiting until one does: a lease's holder is its
 // daemon's journal instance, which the daemon logs at start.
-func leaseHolder(t *testing.T, url, key string, ds []*daemon) *daemon {
+func leaseHolder(t *testing.T, db *pgtest.DB, key string, ds []*daemon) *daemon {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	var found *daemon
 	ok := poll(time.Minute, func() bool {
 		var holder string
-		err := conn.QueryRow(ctx, `SELECT holder FROM budget_leases WHERE key = $1 AND NOT forfeited AND size > 0
+		err := db.Pool.QueryRow(ctx, `SELECT holder FROM budget_leases WHERE key = $1 AND NOT forfeited AND size > 0
 			ORDER BY size DESC LIMIT 1`, key).Scan(&holder)
 		if err != nil {
 			return false // none right now (pgx.ErrNoRows): look again

@@ -41,7 +41,10 @@ var cores = runtime.GOMAXPROCS(0)
 // spare P the loop's thread runs at once and the kernel shares the cores
 // among threads as it does between processes, favouring the one that
 // just woke: p50 93-158 µs in the same session, p99 lower in 3 of 3
-// alternated pairs (docs/performance.md, "Latency and stalls").
+// alternated pairs (docs/performance.md, "Latency and stalls"). Setting
+// GOMAXPROCS this way, as setting it in the environment, stops the
+// runtime from following later changes of a cgroup's CPU limit: a
+// daemon whose limit changes is restarted to follow it.
 func Oversubscribe(procs string) int {
 	if procs != "" {
 		return runtime.GOMAXPROCS(0)
