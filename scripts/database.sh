@@ -15,8 +15,32 @@ use_database() {
 		printf -v "$var" '%s' "$url"
 	fi
 	export "${var?}"
+	check_connects "$var"
 	ensure_extension "${!var}" hll "the unique-count tests"
 	ensure_extension "${!var}" plproxy "the partition tests"
+}
+
+# redact_url URL: URL with any password replaced by ***, for showing.
+redact_url() {
+	sed -E 's#(://[^:/@?]*):[^@/?]*@#\1:***@#; s#([?&]password=)[^&]*#\1***#' <<<"$1"
+}
+
+# check_connects VAR: fail, saying why in one line, when the server at the
+# URL in VAR refuses the connection (a wrong database, role or password, a
+# server that is not running), before anything starts against it. Without
+# psql, or with a URL only pgx reads, there is nothing to check with; what
+# starts next reports it.
+check_connects() {
+	local var=$1 err
+	command -v psql >/dev/null || return 0
+	if ! err=$(psql -X -Atq -c 'select 1' "${!var}" 2>&1 >/dev/null); then
+		err=${err#psql: error: }
+		# pgx takes run-time parameters in the URL (search_path=...)
+		# where libpq refuses them: psql cannot tell, counterd will.
+		case $err in "invalid URI query parameter"* | "invalid connection option"*) return 0 ;; esac
+		echo "database.sh: cannot connect to $var ($(redact_url "${!var}")): ${err%%$'\n'*}" >&2
+		return 1
+	fi
 }
 
 # ensure_extension URL NAME WHO: make sure the server at URL offers

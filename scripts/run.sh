@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+RUN_DIR=${RUN_DIR:-$PWD/.run}
+mkdir -p "$RUN_DIR" && chmod 700 "$RUN_DIR"
+
 . scripts/database.sh
 use_database DATABASE_URL
 # COUNTERD_PARTITIONS=N (a power of two): counterd and rollup run on a
@@ -12,19 +15,37 @@ use_database DATABASE_URL
 # server, declared as server counterd in database counterd_proxy
 # (scripts/cluster.sh), which becomes DATABASE_URL. Unset: DATABASE_URL
 # alone.
-reads="psql '$DATABASE_URL' -c 'select * from counter_totals'"
 if [[ -n ${COUNTERD_PARTITIONS:-} ]]; then
 	DATABASE_URL=$(scripts/cluster.sh "$DATABASE_URL" "$COUNTERD_PARTITIONS" counterd)
 	export COUNTERD_CLUSTER=counterd ROLLUP_CLUSTER=counterd
-	reads="psql '$DATABASE_URL' -c \"select * from counter_totals(array['post:42'])\""
+	reads="-c \"select * from counter_totals(array['post:42'])\""
+else
+	reads="-c 'select * from counter_totals'"
 fi
+# The banner shows the URL to psql, but never a password in it.
+if [[ $(redact_url "$DATABASE_URL") == "$DATABASE_URL" ]]; then
+	reads="psql '$DATABASE_URL' $reads"
+else
+	reads="psql \"\$DATABASE_URL\" $reads    # with DATABASE_URL set in that terminal (its password is not shown here)"
+fi
+# One make run per run directory: a second one would start nothing that
+# works (the socket is taken) but would empty the first one's log. The lock
+# is taken after the database is up, so a PostgreSQL started here does not
+# inherit it; counterd and rollup do, and hold it while they run. flock is
+# util-linux's; without it counterd's own socket check is all there is.
+if command -v flock >/dev/null; then
+	exec 9>"$RUN_DIR/run.lock"
+	if ! flock -n 9; then
+		echo "make run: another make run is using $RUN_DIR (its log: $RUN_DIR/counterd.log); stop it first, or set RUN_DIR, COUNTERD_SOCKET and COUNTERD_JOURNAL_DIR for a second one" >&2
+		exit 1
+	fi
+fi
+
 # Per-checkout defaults, so a second checkout's `make run` does not collide
 # with the first: the socket and log under this checkout's .run/ (0700, as
 # counterd requires; RUN_DIR moves them), and a metrics port the kernel
 # picks. counterd logs both. BIN is where `make build` put the binaries.
-RUN_DIR=${RUN_DIR:-$PWD/.run}
 BIN=${BIN:-bin}
-mkdir -p "$RUN_DIR" && chmod 700 "$RUN_DIR"
 if [[ -z ${COUNTERD_SOCKET:-} ]]; then
 	COUNTERD_SOCKET=$RUN_DIR/counterd.sock
 	if (( ${#COUNTERD_SOCKET} > 107 )); then
@@ -44,11 +65,12 @@ log=$RUN_DIR/counterd.log
 
 # Ctrl-C sends SIGINT to everything in the terminal's foreground process
 # group: this script, counterd, rollup and the tee of counterd's log (make
-# too). counterd and rollup take SIGINT as SIGTERM: they drain, flush and
-# exit. The tee ignores it (-i) and ends when counterd does: a tee killed
-# by Ctrl-C would kill counterd with SIGPIPE at its next log line, before
-# its final flush. The script stops its children, waits for them, and
-# exits 0 when they stopped cleanly.
+# too); `kill -- -PGID` sends SIGTERM to it, and closing the terminal or
+# its tmux session SIGHUP. counterd and rollup take each as SIGTERM: they
+# drain, flush and exit. The tee ignores all three and ends when counterd
+# does: a tee killed first would take counterd's log with it. The script
+# stops its children, waits for them, and exits 0 when they stopped
+# cleanly.
 pids=() socket='' tee_pid=''
 declare -A names
 # stop_all stops what this script started, once, and fails if counterd or
@@ -59,11 +81,11 @@ stop_all() {
 	for p in "${pids[@]}"; do
 		rc=0
 		wait "$p" || rc=$?
-		# 127: not a child any more (wait -n reaped it); 130, 143: ended
-		# by SIGINT or SIGTERM before it could handle them (still
-		# starting, so holding nothing).
+		# 127: not a child any more (wait -n reaped it); 129, 130, 143:
+		# ended by SIGHUP, SIGINT or SIGTERM before it could handle them
+		# (still starting, so holding nothing).
 		case $rc in
-		0 | 127 | 130 | 143) ;;
+		0 | 127 | 129 | 130 | 143) ;;
 		*) echo "make run: ${names[$p]} exited with status $rc" >&2; status=1 ;;
 		esac
 	done
@@ -82,7 +104,7 @@ stop_all() {
 }
 interrupted() {
 	# A second Ctrl-C while they flush must not cut the flush short.
-	trap '' INT TERM
+	trap '' INT TERM HUP
 	echo "make run: stopping counterd and rollup (they flush first)" >&2
 	if stop_all; then
 		echo "make run: stopped" >&2
@@ -91,13 +113,13 @@ interrupted() {
 	echo "make run: counterd or rollup did not stop cleanly (counterd's log is above and in $log); increments counterd did not write stay in $COUNTERD_JOURNAL_DIR for its next start" >&2
 	exit 1
 }
-trap interrupted INT TERM
-trap 'trap "" INT TERM; stop_all || true' EXIT
+trap interrupted INT TERM HUP
+trap 'trap "" INT TERM HUP; stop_all || true' EXIT
 
 # counterd's log goes to the terminal and to the log file, where this
 # script reads the addresses it really listens on.
 : >"$log"
-exec 3> >(exec tee -i -a "$log" >&2)
+exec 3> >(trap '' INT TERM HUP; exec tee -a "$log" >&2)
 tee_pid=$!
 "$BIN"/counterd 2>&3 &
 pids+=($!) names[$!]=counterd
@@ -117,6 +139,12 @@ socket=$(sed -n 's/.*msg="counterd ready" socket=\([^ ]*\).*/\1/p' "$log" | tail
 metrics=$(sed -n 's/.*msg="serving metrics" addr=\([^ ]*\).*/\1/p' "$log" | tail -1)
 "$BIN"/rollup &
 pids+=($!) names[$!]=rollup
+# Any client of the protocol works; nc shows it when it is installed.
+nc_line=''
+if command -v nc >/dev/null; then
+	nc_line="  printf 'incrby post:42 5\\r\\nget post:42\\r\\n' | nc -U -q1 $socket
+"
+fi
 cat <<MSG
 
 counterd is listening on $socket; metrics on ${metrics:-(off)}; rollup folds $ROLLUP_SCHEDULE.
@@ -127,8 +155,7 @@ Try, in another terminal:
   redis-cli -s $socket count post:42 since 1h    # the last hour (COUNTERD_WINDOWS)
   redis-cli -s $socket top 'post:*' hour 24 10   # trending over 24 hours
   redis-cli -s $socket budget gift 1000; redis-cli -s $socket take gift   # a budget that never overspends
-  printf 'incrby post:42 5\r\nget post:42\r\n' | nc -U -q1 $socket
-  redis-cli -s $socket flush
+${nc_line}  redis-cli -s $socket flush
   $reads
   curl -s http://${metrics:-127.0.0.1:9464}/metrics | grep ^counterd_
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -413,4 +414,112 @@ func TestReadyzWhileFirstRoundWaits(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz while the first round waits on a silent database: %s; want 503", resp.Status)
 	}
+}
+
+// SIGHUP stops the daemon as SIGTERM does, and a log reader that went
+// away does not kill it before it has drained: after the read end of its
+// stderr is closed, the signal still writes what it acknowledged and the
+// daemon exits 0. Before, SIGHUP killed it at once (status 129), and
+// after SIGTERM its next log line killed it with SIGPIPE (status 141),
+// leaving acknowledged increments for the journal's replay (found by
+// `kill -TERM -- -PGID` on make run, whose tee died first).
+func TestSignalWithLogReaderGone(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			db := pgtest.New(t, pgtest.Options{})
+			d := newDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=1h") // only the stop writes
+			cmd := exec.Command(binary)
+			cmd.Env = d.env
+			cmd.SysProcAttr = diesWithTest(syscall.SysProcAttr{})
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = pw
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pw.Close()
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			t.Cleanup(func() { _ = cmd.Process.Kill() })
+			sc := bufio.NewScanner(pr)
+			var logged strings.Builder
+			for sc.Scan() && !strings.Contains(sc.Text(), "counterd ready") {
+				logged.WriteString(sc.Text() + "\n")
+			}
+			c := client(t, d.socket)
+			if err := c.IncrBy(context.Background(), "post:hup", 5).Err(); err != nil {
+				t.Fatalf("INCRBY: %v\n%s", err, logged.String())
+			}
+			pr.Close() // the log's reader is gone
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Fatalf("exit after %v with no log reader: %v; want status 0", sig, err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("still running a minute after %v", sig)
+			}
+			if got := total(t, db, "post:hup"); got != 5 {
+				t.Errorf("post:hup in PostgreSQL after %v: %d; want 5", sig, got)
+			}
+		})
+	}
+}
+
+// A database that refuses the connection for good at start (no such
+// database, a role that does not exist, a wrong password) is a bad
+// DATABASE_URL: the daemon exits 2 at once with one line saying why,
+// without the password. Before, it logged a warning, reported ready,
+// acknowledged increments into the journal and retried forever.
+func TestStartWithRefusingDatabase(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	u, err := url.Parse(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := func(name string, edit func(u *url.URL), want string) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			bad := *u
+			edit(&bad)
+			d := newDaemon(t, db)
+			cmd := exec.Command(binary)
+			cmd.Env = append(d.env, "DATABASE_URL="+bad.String())
+			cmd.SysProcAttr = diesWithTest(syscall.SysProcAttr{})
+			done := make(chan struct{})
+			var out []byte
+			go func() { out, err = cmd.CombinedOutput(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(time.Minute):
+				_ = cmd.Process.Kill()
+				<-done
+				t.Fatalf("still running a minute after start with %s; want it to exit", name)
+			}
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+				t.Fatalf("exit: %v; want code 2\n%s", err, out)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			last := lines[len(lines)-1]
+			if !strings.HasPrefix(last, "counterd: DATABASE_URL: ") || !strings.Contains(last, want) {
+				t.Errorf("last line %q; want it to name DATABASE_URL and say %q", last, want)
+			}
+			if strings.Contains(string(out), "hunter2") {
+				t.Error("the output shows the database password")
+			}
+			if strings.Contains(string(out), "counterd ready") {
+				t.Errorf("reported ready with a database that refuses it:\n%s", out)
+			}
+		})
+	}
+	f("no such database", func(u *url.URL) { u.Path = "/no_such_database_x" }, "does not exist")
+	f("no such role", func(u *url.URL) { u.User = url.UserPassword("no_such_role_x", "hunter2") }, "no_such_role_x")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -128,7 +129,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	// path leaves nothing behind.
 	reserved, err := socket.Reserve(cfg.Socket)
 	if err != nil {
-		return settingError("COUNTERD_SOCKET", err)
+		return settingError(cmp.Or(cfg.SocketSource, "COUNTERD_SOCKET"), err)
 	}
 	defer reserved.Close() // a no-op once Listen has taken the lock over
 	jr, recovered, err := openJournal(cfg, log, set)
@@ -266,7 +267,9 @@ func openJournal(cfg config.Counterd, log *slog.Logger, set *metrics.Set) (*jour
 // prepareAtStart migrates and claims the journal's instance now if the
 // database is up, and then returns nil: the flusher need not migrate
 // again. Without the database the daemon serves anyway, and the returned
-// step lets the flusher do both when it can. Claiming waits for a live
+// step lets the flusher do both when it can; a database that refuses the
+// connection for good (authentication, no such database) is a bad
+// DATABASE_URL, and the daemon does not start. Claiming waits for a live
 // owner's lease for up to COUNTERD_OWNER_TTL, so it is bounded by the
 // daemon's context (ctx), not a round's.
 func prepareAtStart(ctx context.Context, b *backend, log *slog.Logger, own *ownership) (func(context.Context) error, error) {
@@ -277,6 +280,12 @@ func prepareAtStart(ctx context.Context, b *backend, log *slog.Logger, own *owne
 		return own.claim(ctx)
 	}
 	if err := b.wait(ctx, 2*time.Second); err != nil {
+		if database.Permanent(err) {
+			// Waiting cannot fix a wrong database, role or password: say
+			// so now rather than report ready and journal increments
+			// that could never be written.
+			return nil, usageError{fmt.Errorf("DATABASE_URL: %w", err)}
+		}
 		log.Warn("database unreachable at start; accepting increments into the journal until it answers", "err", err)
 		return prepare, nil
 	}

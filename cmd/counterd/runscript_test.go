@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,23 +76,33 @@ func (o *output) waitFor(substr string, timeout time.Duration) bool {
 // runs in a group of its own here, as a terminal's foreground job does,
 // and the test signals the group. The tee of counterd's log used to die
 // of that SIGINT and take counterd with it (SIGPIPE) before its final
-// flush; the script exited 130.
+// flush; the script exited 130. SIGTERM to the group (kill -- -PGID) and
+// SIGHUP (a closed terminal) stop it the same way, a second make run in
+// the same run directory is refused, and no password in DATABASE_URL is
+// shown.
 func TestRunScriptCtrlC(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(shortDir(t), "bin")
 	if out, err := exec.Command("go", "build", "-o", bin+"/", ".", "../rollup").CombinedOutput(); err != nil {
 		t.Fatalf("build counterd and rollup: %v\n%s", err, out)
 	}
-	f := func(name string, argv ...string) {
+	f := func(name string, sig syscall.Signal, argv ...string) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db := pgtest.New(t, pgtest.Options{NoMigrate: true})
+			// The throwaway server trusts its users, so a password in the
+			// URL still connects: nothing may show it.
+			u, err := url.Parse(db.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.User = url.UserPassword(u.User.Username(), "hunter2")
 			dir := shortDir(t)
 			socket, journal := filepath.Join(dir, "run", "c.sock"), filepath.Join(dir, "journal")
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Dir = "../.."
 			cmd.Env = append(os.Environ(),
-				"DATABASE_URL="+db.URL, "BIN="+bin, "RUN_DIR="+filepath.Join(dir, "run"),
+				"DATABASE_URL="+u.String(), "BIN="+bin, "RUN_DIR="+filepath.Join(dir, "run"),
 				"COUNTERD_SOCKET="+socket, "COUNTERD_JOURNAL_DIR="+journal,
 				"COUNTERD_METRICS_ADDR=127.0.0.1:0",
 				"COUNTERD_FLUSH_INTERVAL=1h", // only the stop writes the increments
@@ -134,21 +145,38 @@ func TestRunScriptCtrlC(t *testing.T) {
 				}
 			}
 
-			if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+			if sig == syscall.SIGINT {
+				// A second make run in the same run directory is refused
+				// and leaves the first one's log alone (before, it emptied
+				// it).
+				second := exec.Command("bash", "scripts/run.sh")
+				second.Dir, second.Env = cmd.Dir, cmd.Env
+				second.SysProcAttr = diesWithTest(syscall.SysProcAttr{})
+				sout, serr := second.CombinedOutput()
+				if serr == nil || !strings.Contains(string(sout), "another make run") {
+					t.Errorf("second make run in the same RUN_DIR: %v, %q; want it refused", serr, sout)
+				}
+				logText, err := os.ReadFile(filepath.Join(dir, "run", "counterd.log"))
+				if err != nil || !strings.Contains(string(logText), "counterd ready") {
+					t.Errorf("the first run's log after a second run: %v, %q; want it kept", err, logText)
+				}
+			}
+
+			if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil {
 				t.Fatal(err)
 			}
 			var werr error
 			select {
 			case werr = <-exited:
 			case <-time.After(2 * time.Minute):
-				t.Fatalf("still running 2 minutes after Ctrl-C:\n%s", out)
+				t.Fatalf("still running 2 minutes after %v:\n%s", sig, out)
 			}
 			<-out.done
 			text := out.String()
 			var exitErr *exec.ExitError
 			switch {
 			case argv[0] != "make" && werr != nil:
-				t.Errorf("exit after Ctrl-C: %v; want status 0", werr)
+				t.Errorf("exit after %v: %v; want status 0", sig, werr)
 			case argv[0] == "make" && werr != nil && !errors.As(werr, &exitErr):
 				t.Errorf("make: %v", werr)
 			case strings.Contains(text, "make: ***"):
@@ -159,6 +187,9 @@ func TestRunScriptCtrlC(t *testing.T) {
 			if !strings.Contains(text, "make run: stopped\n") {
 				t.Errorf("no \"make run: stopped\" line")
 			}
+			if strings.Contains(text, "hunter2") {
+				t.Errorf("the output shows the database password")
+			}
 			if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("socket %s after the stop: %v; want it removed", socket, err)
 			}
@@ -167,7 +198,7 @@ func TestRunScriptCtrlC(t *testing.T) {
 			}
 			for key, want := range map[string]int64{"post:run": 7, "post:run2": 1} {
 				if got := total(t, db, key); got != want {
-					t.Errorf("%s in PostgreSQL after Ctrl-C: got %d; want %d", key, got, want)
+					t.Errorf("%s in PostgreSQL after %v: got %d; want %d", key, sig, got, want)
 				}
 			}
 			assertJournalEmpty(t, journal)
@@ -176,8 +207,13 @@ func TestRunScriptCtrlC(t *testing.T) {
 			}
 		})
 	}
-	f("script", "bash", "scripts/run.sh")
+	f("script", syscall.SIGINT, "bash", "scripts/run.sh")
+	// kill -- -PGID, and a closed terminal or tmux session: before, the
+	// tee of counterd's log died of them first and counterd of SIGPIPE
+	// (status 141), or counterd of the SIGHUP itself, before its flush.
+	f("script-term", syscall.SIGTERM, "bash", "scripts/run.sh")
+	f("script-hup", syscall.SIGHUP, "bash", "scripts/run.sh")
 	if _, err := exec.LookPath("make"); err == nil {
-		f("make", "make", "-s", "run", "BIN="+bin)
+		f("make", syscall.SIGINT, "make", "-s", "run", "BIN="+bin)
 	}
 }

@@ -13,7 +13,12 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal closed, tmux or screen ended the session)
+	// stops it as SIGTERM does. SIGPIPE is ignored: a log reader that
+	// went away (the tee of make run, a closed terminal) makes a log
+	// write fail instead of killing the process before it has drained.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 	if err != nil {

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/counterd/counterd/internal/change"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/proctest"
 	"github.com/counterd/counterd/internal/slots"
@@ -317,5 +318,28 @@ func TestStopWhileWaitingForDatabase(t *testing.T) {
 		_ = cmd.Process.Kill()
 		exited <- <-exited // stderr is complete once it exited
 		t.Fatalf("still running 30s after SIGINT\n%s", stderr.String())
+	}
+}
+
+// A database that refuses the connection for good (here: no such
+// database) is a bad DATABASE_URL: exit 2 naming it and the server's
+// reason, as counterd does, without the password. Before, exit 1.
+func TestRefusingDatabaseExitsTwo(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	u, err := url.Parse(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/no_such_database_x"
+	u.User = url.UserPassword(u.User.Username(), "hunter2")
+	for _, args := range [][]string{{"once"}, nil} {
+		cmd := exec.Command(binary, args...)
+		cmd.Env = []string{"DATABASE_URL=" + u.String()}
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "rollup: DATABASE_URL: ") ||
+			!strings.Contains(string(out), "does not exist") || strings.Contains(string(out), "hunter2") {
+			t.Errorf("rollup %v with no such database: %v, %q; want exit 2 naming DATABASE_URL and the reason, no password", args, err, out)
+		}
 	}
 }

@@ -159,6 +159,9 @@ func prepare(ctx context.Context, cfg config.Rollup, pool *pgxpool.Pool, log *sl
 			log.Info("stopped before the database answered")
 			return nil, errStopped
 		}
+		if database.Permanent(err) {
+			return nil, usageError{fmt.Errorf("DATABASE_URL: %w", err)} // as counterd's
+		}
 		return nil, err
 	}
 	// The daemon owns the schema; rollup only needs it to exist.

@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,5 +165,44 @@ func TestCrashBetweenTakeAndTransferUnderSpends(t *testing.T) {
 	t.Logf("paid %d of a budget of %d; %d under-spent by crashes, %d left over as units smaller than a payment", paid, budget, crashes*crashAmount, budget-granted)
 	if budget-granted >= amount {
 		t.Errorf("%d units of the budget left unsold; want fewer than one payment of %d", budget-granted, amount)
+	}
+}
+
+// A newcomer's mistakes get errors that say what to do: a setting not
+// set, a merchant set up twice, a payment from a merchant never set up.
+// Before, the socket defaulted to TCP localhost:6379, a second setup gave
+// a raw duplicate-key error, and a payment from an unknown merchant said
+// "budget exhausted" (and a budget of that name would have paid a user
+// from an account that did not exist).
+func TestMistakesAreExplained(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	if err := run(ctx, []string{"pay", "shop", "u", "1"}, func(string) string { return "" }, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "DATABASE_URL is not set") {
+		t.Errorf("no settings: %v; want DATABASE_URL named", err)
+	}
+	db := pgtest.New(t, pgtest.Options{})
+	socket := startCounterd(t, db)
+	env := func(k string) string {
+		return map[string]string{"DATABASE_URL": db.URL, "COUNTERD_SOCKET": socket}[k]
+	}
+	if err := run(ctx, []string{"setup", "shop", "100", "10"}, env, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, []string{"setup", "shop", "100", "10"}, env, io.Discard); !errors.Is(err, ErrExists) {
+		t.Errorf("second setup: %v; want ErrExists", err)
+	}
+	// A budget without an account must not pay anyone.
+	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: socket, Protocol: 2, DisableIdentity: true})
+	defer rdb.Close()
+	if err := rdb.Do(ctx, "BUDGET", budgetKey("ghost"), 100).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, []string{"pay", "ghost", "u", "5"}, env, io.Discard); !errors.Is(err, ErrNoMerchant) {
+		t.Errorf("pay from a merchant never set up: %v; want ErrNoMerchant", err)
+	}
+	var users int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM cashback_accounts WHERE id = 'u'`).Scan(&users); err != nil || users != 0 {
+		t.Errorf("accounts named u: %d, %v; want none (nothing paid)", users, err)
 	}
 }

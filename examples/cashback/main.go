@@ -1,6 +1,6 @@
-// Command cashback is seed 000's problem #2 done with counterd: a cashback
+// Command cashback is an example app on counterd's budgets: a cashback
 // service pays users back from a merchant's account until the merchant's
-// cashback budget is spent.
+// cashback budget is spent. README.md says how to run it.
 //
 // The budget and the balances are two constraints, kept apart: the budget
 // ("never pay out more than B") is a counterd budget, and TAKE grants a
@@ -49,9 +49,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if len(args) != 4 || (args[0] != "setup" && args[0] != "pay") {
 		return errors.New("usage: cashback setup MERCHANT BALANCE BUDGET | cashback pay MERCHANT USER AMOUNT")
 	}
+	for _, v := range []string{"DATABASE_URL", "COUNTERD_SOCKET"} {
+		if getenv(v) == "" {
+			return fmt.Errorf("%s is not set: the app's database URL and counterd's socket (make run prints both)", v)
+		}
+	}
 	pool, err := pgxpool.New(ctx, getenv("DATABASE_URL"))
 	if err != nil {
-		return err
+		return errors.New("DATABASE_URL is not a valid PostgreSQL URL")
 	}
 	defer pool.Close()
 	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: getenv("COUNTERD_SOCKET"), Protocol: 2,
@@ -97,6 +102,13 @@ type Service struct {
 	afterTake func() // test hook: runs between TAKE and the transfer
 }
 
+// ErrExists and ErrNoMerchant are Setup's and Pay's errors for a merchant
+// already set up and one never set up.
+var (
+	ErrExists     = errors.New("an account of that name already exists")
+	ErrNoMerchant = errors.New("no such merchant (run cashback setup first)")
+)
+
 // budgetKey is the counterd budget of a merchant's campaign.
 func budgetKey(merchant string) string { return "cashback:" + merchant }
 
@@ -109,8 +121,12 @@ func (s *Service) Setup(ctx context.Context, merchant string, balance, budget in
 )`); err != nil {
 		return fmt.Errorf("create accounts: %w", err)
 	}
-	if _, err := s.DB.Exec(ctx, `INSERT INTO cashback_accounts (id, balance) VALUES ($1, $2)`, merchant, balance); err != nil {
+	tag, err := s.DB.Exec(ctx, `INSERT INTO cashback_accounts (id, balance) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, merchant, balance)
+	if err != nil {
 		return fmt.Errorf("create the merchant's account: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %s", ErrExists, merchant)
 	}
 	if err := s.Counterd.Do(ctx, "BUDGET", budgetKey(merchant), budget).Err(); err != nil {
 		return fmt.Errorf("create the cashback budget: %w", err)
@@ -138,6 +154,15 @@ func (s *Service) take(ctx context.Context, key string, n int64) (int64, error) 
 // balances never changes. If the process dies between the two, the grant
 // is never paid: under-spend, the safe side for a budget.
 func (s *Service) Pay(ctx context.Context, merchant, user string, amount int64) (bool, error) {
+	// A merchant never set up has no budget either, and TAKE would answer
+	// 0 as for a spent one: say which.
+	var known bool
+	if err := s.DB.QueryRow(ctx, `SELECT EXISTS (SELECT FROM cashback_accounts WHERE id = $1)`, merchant).Scan(&known); err != nil {
+		return false, fmt.Errorf("find the merchant: %w", err)
+	}
+	if !known {
+		return false, fmt.Errorf("%w: %s", ErrNoMerchant, merchant)
+	}
 	n, err := s.take(ctx, budgetKey(merchant), amount)
 	if err != nil {
 		return false, fmt.Errorf("take from the cashback budget: %w", err)
@@ -149,10 +174,15 @@ func (s *Service) Pay(ctx context.Context, merchant, user string, amount int64) 
 		s.afterTake()
 	}
 	err = pgx.BeginFunc(ctx, s.DB, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE cashback_accounts SET balance = balance - $2 WHERE id = $1`, merchant, amount); err != nil {
+		tag, err := tx.Exec(ctx, `UPDATE cashback_accounts SET balance = balance - $2 WHERE id = $1`, merchant, amount)
+		if err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO cashback_accounts AS a (id, balance) VALUES ($1, $2)
+		if tag.RowsAffected() != 1 {
+			// Money is only moved, never made.
+			return fmt.Errorf("%w: %s", ErrNoMerchant, merchant)
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO cashback_accounts AS a (id, balance) VALUES ($1, $2)
 ON CONFLICT (id) DO UPDATE SET balance = a.balance + excluded.balance`, user, amount)
 		return err
 	})

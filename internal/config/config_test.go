@@ -137,8 +137,22 @@ func TestLoadRollup(t *testing.T) {
 		}
 	}
 	f("@every 10s", "")
+	f("@every 1h30m", "")
+	f("@hourly", "")
 	f("*/5 * * * *", "")
 	f("every so often", "ROLLUP_SCHEDULE")
+	// cron runs these every second, or every 1s for 1.5s, without a word;
+	// before, they were accepted.
+	f("@every 0s", "ROLLUP_SCHEDULE")
+	f("@every -1s", "ROLLUP_SCHEDULE")
+	f("@every 100ms", "ROLLUP_SCHEDULE")
+	f("@every 1500ms", "ROLLUP_SCHEDULE")
+	f("@every often", "ROLLUP_SCHEDULE")
+	// A word cron does not know says what it takes instead.
+	_, err := config.Load[config.Rollup]([]string{"DATABASE_URL=postgres://x/y", "ROLLUP_SCHEDULE=hourly"})
+	if err == nil || !strings.Contains(err.Error(), "@hourly") {
+		t.Errorf("schedule hourly: %v; want an error suggesting @hourly", err)
+	}
 }
 
 func TestLoadRollupLimits(t *testing.T) {
@@ -222,6 +236,17 @@ func TestSocketResolved(t *testing.T) {
 	var cerr *config.Error
 	if !errors.As(err, &cerr) || cerr.Var != "COUNTERD_SOCKET" {
 		t.Fatalf("a resolved path too long: got %v; want an error naming COUNTERD_SOCKET", err)
+	}
+	// Errors about a socket picked by the rule say so, and from what:
+	// before, a missing XDG_RUNTIME_DIR was reported as COUNTERD_SOCKET's
+	// fault, a variable the user never set.
+	c, err := config.Load[config.Counterd]([]string{"DATABASE_URL=postgres://x/y", "XDG_RUNTIME_DIR=/run/user/7"})
+	if err != nil || !strings.Contains(c.SocketSource, "unset") || !strings.Contains(c.SocketSource, "XDG_RUNTIME_DIR=/run/user/7") {
+		t.Errorf("SocketSource by rule: %q, %v; want it to name XDG_RUNTIME_DIR", c.SocketSource, err)
+	}
+	c, err = config.Load[config.Counterd]([]string{"DATABASE_URL=postgres://x/y", "COUNTERD_SOCKET=/srv/c.sock"})
+	if err != nil || c.SocketSource != "" {
+		t.Errorf("SocketSource when set: %q, %v; want empty (COUNTERD_SOCKET itself)", c.SocketSource, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -19,6 +20,9 @@ const MetricsOff = "off"
 // Counterd is the daemon's configuration.
 type Counterd struct {
 	DatabaseURL string `env:"DATABASE_URL,required,notEmpty" help:"PostgreSQL connection URL (never logged)"`
+	// SocketSource names where Socket came from, for errors about it:
+	// COUNTERD_SOCKET, or the rule that picked it when it was unset.
+	SocketSource string
 	// No static default: see SocketRule, resolved by Load.
 	Socket string `env:"COUNTERD_SOCKET" defaultDoc:"(by rule)" help:"Unix socket to listen on, in a directory counterd's user owns and only it can write (not a symbolic link another user owns); default $XDG_RUNTIME_DIR/counterd/counterd.sock if XDG_RUNTIME_DIR is set, else /run/counterd/counterd.sock as root, else ${TMPDIR:-/tmp}/counterd-<uid>/counterd.sock"`
 	// 0600 because anyone who can write the socket can change counts.
@@ -130,6 +134,11 @@ type Counterd struct {
 func (c *Counterd) resolve(env map[string]string) {
 	if c.Socket == "" {
 		c.Socket = DefaultSocket(env, os.Geteuid())
+		c.SocketSource = "COUNTERD_SOCKET (unset, so " + c.Socket + " by its rule"
+		if d := env["XDG_RUNTIME_DIR"]; filepath.IsAbs(d) {
+			c.SocketSource += " from XDG_RUNTIME_DIR=" + d
+		}
+		c.SocketSource += ")"
 	}
 	if c.IO == "" {
 		c.IO = defaultIO()

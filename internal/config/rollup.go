@@ -16,7 +16,7 @@ type Rollup struct {
 	DatabaseURL string `env:"DATABASE_URL,required,notEmpty" help:"PostgreSQL connection URL (never logged)"`
 	// Every minute keeps slot tables small without making the fold itself
 	// a noticeable load; the descriptor form accepts "@every 10s" too.
-	Schedule string        `env:"ROLLUP_SCHEDULE" envDefault:"@every 1m" help:"robfig/cron schedule: 5 fields or @every DURATION"`
+	Schedule string        `env:"ROLLUP_SCHEDULE" envDefault:"@every 1m" help:"robfig/cron schedule: 5 fields, @hourly or @every DURATION (whole seconds, at least 1s)"`
 	Chunk    int           `env:"ROLLUP_CHUNK" envDefault:"5000" help:"slot rows folded per transaction"`
 	Timeout  time.Duration `env:"ROLLUP_TIMEOUT" envDefault:"5m" help:"longest one pass may take before it is cancelled as failed"`
 	// One minute matches the default schedule, so under heavy writes a
@@ -46,7 +46,7 @@ type Rollup struct {
 
 // Validate checks the schedule parses and ranges hold.
 func (c *Rollup) Validate() error {
-	if _, err := cron.ParseStandard(c.Schedule); err != nil {
+	if err := checkSchedule(c.Schedule); err != nil {
 		return &Error{"ROLLUP_SCHEDULE", err.Error()}
 	}
 	if c.Chunk < 1 {
@@ -80,4 +80,26 @@ func (c *Rollup) Validate() error {
 		return &Error{"ROLLUP_TARGETS", "cannot be used with ROLLUP_CLUSTER: a fold into the app's columns needs them in the partition's transaction (see docs/scaling.md)"}
 	}
 	return validLogFormat("ROLLUP_LOG_FORMAT", c.LogFormat)
+}
+
+// checkSchedule accepts what robfig/cron's standard parser accepts, except
+// an @every interval it would change without a word: cron runs one below a
+// second (0s, -1s and 100ms included) every second and cuts 1.5s to 1s, so
+// such an interval is refused rather than run at a rate nobody asked for.
+func checkSchedule(spec string) error {
+	const want = `want five cron fields, as "*/5 * * * *", or a descriptor: @every 1m, @hourly, @daily`
+	if rest, ok := strings.CutPrefix(strings.TrimSpace(spec), "@every "); ok {
+		d, err := time.ParseDuration(strings.TrimSpace(rest))
+		if err != nil {
+			return fmt.Errorf("invalid value %q: %v; @every takes a duration such as 30s, 1m or 1h", spec, err)
+		}
+		if d < time.Second || d%time.Second != 0 {
+			return fmt.Errorf("invalid value %q: @every takes whole seconds, at least 1s", spec)
+		}
+		return nil
+	}
+	if _, err := cron.ParseStandard(spec); err != nil {
+		return fmt.Errorf("invalid value %q: %v; %s", spec, err, want)
+	}
+	return nil
 }

@@ -25,7 +25,7 @@ func (s *Store) Read(ctx context.Context, keys []string, ids []store.Identity) (
 	}
 	rows, err := s.pool.Query(ctx, readEstimates, keys, names, legacy)
 	if err != nil {
-		return snap, fmt.Errorf("read totals: %w", err)
+		return snap, fmt.Errorf("query: %w", err)
 	}
 	var (
 		ord   int64
@@ -59,7 +59,7 @@ func (s *Store) Read(ctx context.Context, keys []string, ids []store.Identity) (
 		return nil
 	})
 	if err != nil {
-		return snap, fmt.Errorf("read totals: %w", err)
+		return snap, fmt.Errorf("scan: %w", err)
 	}
 	return snap, nil
 }
