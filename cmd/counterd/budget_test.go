@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -71,6 +72,8 @@ func TestBudgetCommands(t *testing.T) {
 	do("0", "TAKE", "gift", 2000) // all or nothing
 	do("error: ERR units must be", "TAKE", "gift", 0)
 	do("error: ERR cannot add -2000 to budget", "BUDGET", "gift", -2000)
+	// Past int64: a clear refusal, not PostgreSQL's "bigint out of range".
+	do("error: ERR cannot add 9223372036854775807 to budget: the total would pass 9223372036854775807", "BUDGET", "gift", int64(math.MaxInt64))
 	do("0", "GET", "gift") // a counter of the same name is another key
 	do("1", "NEXT", "ticket")
 	do("2", "NEXT", "ticket")

@@ -45,5 +45,12 @@ func TestInputBounded(t *testing.T) {
 	if !d.waitLog("command past COUNTERD_CLIENT_QUERY_BUFFER_LIMIT", 30*time.Second) {
 		t.Errorf("no warning logged for the command past the limit\n%s", d.log())
 	}
+	// An inline line past Redis's fixed 64 KiB is logged as that, not as
+	// COUNTERD_CLIENT_QUERY_BUFFER_LIMIT (before, it named the setting).
+	f("AUTH secret\r\n", "ECHO "+strings.Repeat("a", 70000)+"\r\n",
+		"+OK\r\n", "-ERR Protocol error: too big inline request (limit 65535 bytes)\r\n")
+	if !d.waitLog("inline command past the inline limit", 30*time.Second) {
+		t.Errorf("no warning naming the inline limit\n%s", d.log())
+	}
 	d.stop()
 }

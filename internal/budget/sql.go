@@ -31,14 +31,23 @@ func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 // is granted, leased or forfeited.
 var ErrBelowGranted = errors.New("the total would go below what is granted, leased or forfeited")
 
+// ErrTotalOverflow is BUDGET key n refused: the budget's total would pass
+// the largest integer (its column is a bigint, SQLSTATE 22003).
+var ErrTotalOverflow = errors.New("the total would pass 9223372036854775807")
+
 // Add adds n (possibly negative) to budget key, creating it, and returns
 // the new unleased remainder.
 func (s *Store) Add(ctx context.Context, key string, n int64) (int64, error) {
 	var r int64
 	err := s.pool.QueryRow(ctx, `SELECT budget_add($1, $2)`, key, n).Scan(&r)
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23514" {
-		return 0, ErrBelowGranted
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23514":
+			return 0, ErrBelowGranted
+		case "22003":
+			return 0, ErrTotalOverflow
+		}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("add to budget: %w", err)

@@ -12,6 +12,9 @@ type ProtocolError struct {
 	// Limit is the size in bytes a too big request passed; 0 for other
 	// errors.
 	Limit int
+	// Inline says Limit is the inline line's (fixed, as Redis's), not the
+	// command's.
+	Inline bool
 }
 
 // Error returns "Protocol error: " followed by Msg, and the limit a too
@@ -53,7 +56,7 @@ func (r *Reader) tooBigInline() error {
 	if r.lim.Unauthenticated {
 		msg = msgUnauthTooBig
 	}
-	return &ProtocolError{Msg: msg, Limit: r.lim.Inline}
+	return &ProtocolError{Msg: msg, Limit: r.lim.Inline, Inline: true}
 }
 
 // badLength is the error for a multibulk (bulk false) or bulk length

@@ -70,7 +70,7 @@ func (c *session) budgetAdd(ctx context.Context, b *budget.Manager, key string, 
 	}
 	r, err := b.Add(ctx, key, n)
 	switch {
-	case errors.Is(err, budget.ErrBelowGranted):
+	case errors.Is(err, budget.ErrBelowGranted), errors.Is(err, budget.ErrTotalOverflow):
 		c.fail(fmt.Sprintf("ERR cannot add %d to budget: %v", n, err))
 	case err != nil:
 		c.fail("ERR " + err.Error())

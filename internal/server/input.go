@@ -52,6 +52,11 @@ func (c *session) protocolError(err error) {
 			"conn", c.conn.id, "limit", pe.Limit)
 		return
 	}
+	if pe.Inline {
+		c.s.opts.Logger.Warn("closing connection: inline command past the inline limit (send it as a RESP array)",
+			"conn", c.conn.id, "limit", pe.Limit)
+		return
+	}
 	c.s.opts.Logger.Warn("closing connection: command past COUNTERD_CLIENT_QUERY_BUFFER_LIMIT",
 		"conn", c.conn.id, "limit", pe.Limit)
 }

@@ -265,6 +265,7 @@ func (l *eloop) handle(events []unix.EpollEvent) {
 		}
 		if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			c.readable = true
+			c.hup = c.hup || ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
 			l.mark(c)
 		}
 		if ev.Events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 && len(c.pend) > 0 {

@@ -308,3 +308,68 @@ func TestConnBuffersGivenBack(t *testing.T) {
 			z.rd, z.group, z.conns, readBufSize, maxKeptGroup)
 	}
 }
+
+// A client whose last bytes and hang-up arrive together (one
+// edge-triggered event with both) is closed: half a command then close,
+// and a whole command then shutdown of its sending side, which gets its
+// reply and then the end of the connection. The loop is parked while the
+// client writes and hangs up, so epoll reports both in one event. Before,
+// a short read marked the socket drained and its end of file was never
+// read: the connection stayed open forever, holding a COUNTERD_MAX_CONNS
+// slot, until new clients got "max number of clients reached".
+func TestLoopDataAndHangupInOneEvent(t *testing.T) {
+	t.Parallel()
+	s := New(pending.New(nil, pending.Options{}), Options{IO: IOLoop, Loops: 1})
+	var armed atomic.Bool
+	parked, release := make(chan struct{}), make(chan struct{})
+	s.loopHook = func(*eloop) { // before each epoll_wait
+		if armed.CompareAndSwap(true, false) {
+			parked <- struct{}{}
+			<-release
+		}
+	}
+	path := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, s, ln)
+	whileParked := func(f func()) {
+		armed.Store(true)
+		<-parked
+		f()
+		release <- struct{}{}
+	}
+	waitClosed := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); s.Conns() != 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the server still holds %d connection(s) 30 s later; want it closed", what, s.Conns())
+			}
+		}
+	}
+
+	c := dialLoop(t, path)
+	c.send("PING\r\n")
+	c.expect("+PONG\r\n")
+	whileParked(func() {
+		c.send("*2\r\n$4\r\nPING\r\n$1\r\n") // half a command
+		c.c.Close()
+	})
+	waitClosed("half a command, then close")
+
+	c = dialLoop(t, path)
+	c.send("PING\r\n")
+	c.expect("+PONG\r\n")
+	whileParked(func() {
+		c.send("PING\r\n")
+		if err := c.c.(*net.UnixConn).CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	c.expect("+PONG\r\n")
+	if b, err := c.r.ReadByte(); err == nil {
+		t.Fatalf("after shutdown of the client's side: read %q; want the end of the connection", b)
+	}
+	waitClosed("a command, then shutdown of the sending side")
+}

@@ -20,8 +20,11 @@ type lconn struct {
 	fresh    bool // not yet registered with the loop
 	queued   bool // in the loop's ready list
 	readable bool // epoll reported input not read yet (edge-triggered)
-	busy     bool // a goroutine runs its command; the loop keeps off
-	closed   bool
+	// hup: epoll reported the peer's hang-up (or an error). Its end of
+	// file is read after the data before it, however short that read.
+	hup    bool
+	busy   bool // a goroutine runs its command; the loop keeps off
+	closed bool
 	// doomed: close was asked while busy; the loop closes it when its
 	// command comes back (the goroutine still uses the session).
 	doomed bool
@@ -62,10 +65,12 @@ func (r fdReader) Read(p []byte) (int, error) {
 			return 0, err
 		case n == 0:
 			return 0, io.EOF
-		case n < len(p):
+		case n < len(p) && !r.c.hup:
 			// A short read drained the socket: edge-triggered epoll
 			// reports the next arrival, so no read is wasted finding
-			// nothing.
+			// nothing. Not after a hang-up: it came in the same event as
+			// the data, no event follows it, and its end of file must
+			// still be read, or the connection is never closed.
 			r.c.readable = false
 		}
 		return n, nil

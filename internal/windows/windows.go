@@ -10,6 +10,7 @@
 package windows
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -117,9 +118,13 @@ func parseWindow(s string) (Window, error) {
 func ParseDuration(s string) (time.Duration, error) {
 	var d time.Duration
 	if days, ok := strings.CutSuffix(s, "d"); ok {
+		const most = int64(1<<63-1) / int64(24*time.Hour)
 		n, err := strconv.ParseInt(days, 10, 64)
-		if err != nil || n > int64(1<<63-1)/int64(24*time.Hour) {
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return 0, fmt.Errorf("%q is not a whole number of days", s)
+		}
+		if err != nil || n > most {
+			return 0, fmt.Errorf("%q is too long (at most %dd)", s, most)
 		}
 		d = time.Duration(n) * 24 * time.Hour
 	} else {

@@ -44,6 +44,9 @@ func TestParseErrors(t *testing.T) {
 	f("post:*=hour:30m", "shorter than one hour")
 	f("post:*=hour:0h", "not positive")
 	f("post:*=hour:xd", "not a whole number of days")
+	// Before, a number of days too large was "not a whole number".
+	f("post:*=hour:1000000000d", "too long (at most 106751d)")
+	f("post:*=hour:99999999999999999999d", "too long")
 	f("post:*=hour:2y", "not a duration")
 	f("post:*=hour:2h,hour:3h", "given twice")
 	f("=hour:2h", "empty pattern")
