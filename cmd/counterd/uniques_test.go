@@ -216,6 +216,23 @@ func TestUniquesKill9(t *testing.T) {
 			t.Fatalf("pipelined PFADD %d: got %d, %v; want 1", i, n, err)
 		}
 	}
+	// The same members again: known, confirmed (fsynced) members are
+	// answered 0 and not journaled again; the first PFADDs' records still
+	// carry them through the kill.
+	for _, m := range memberNames(0, 300) {
+		pipe.PFAdd(context.Background(), "one", m)
+	}
+	if cmds, err = pipe.Exec(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, cmd := range cmds {
+		if n, err := cmd.(*redis.IntCmd).Result(); err != nil || n != 0 {
+			t.Fatalf("repeated pipelined PFADD %d: got %d, %v; want 0", i, n, err)
+		}
+	}
+	if known := metric(t, d, "counterd_uniques_known_total"); known != 300 {
+		t.Errorf("counterd_uniques_known_total after 300 repeated members: %v; want 300", known)
+	}
 	small, big := pfcount(t, c, "small"), pfcount(t, c, "big")
 	if small != 700 {
 		t.Fatalf("PFCOUNT small: got %d; want 700", small)

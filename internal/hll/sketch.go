@@ -141,12 +141,10 @@ func (s *Sketch) Add(h uint64) bool {
 // register, and one plus the trailing zeros of the rest (capped at the
 // register's maximum) is the value it keeps if larger.
 func (s *Sketch) addRegister(h uint64) bool {
-	rest := h >> s.set.Log2m
-	if rest == 0 {
+	i, v, ok := s.register(h)
+	if !ok {
 		return false
 	}
-	v := uint8(min(bits.TrailingZeros64(rest)+1, int(s.set.maxRegister())))
-	i := h & uint64(s.set.registers()-1)
 	old := s.regs[i]
 	if old >= v {
 		return false
@@ -156,6 +154,24 @@ func (s *Sketch) addRegister(h uint64) bool {
 	}
 	s.regs[i] = v
 	return true
+}
+
+// register returns the register h sets and the value it sets it to, or
+// false for a hash that sets none (all its bits past the index zero).
+func (s *Sketch) register(h uint64) (i uint64, v uint8, ok bool) {
+	rest := h >> s.set.Log2m
+	if rest == 0 {
+		return 0, 0, false
+	}
+	v = uint8(min(bits.TrailingZeros64(rest)+1, int(s.set.maxRegister())))
+	return h & uint64(s.set.registers()-1), v, true
+}
+
+// raises reports whether addRegister(h) would raise a register, without
+// raising it.
+func (s *Sketch) raises(h uint64) bool {
+	i, v, ok := s.register(h)
+	return ok && s.regs[i] < v
 }
 
 // toRegisters turns an empty or exact sketch into registers holding its

@@ -61,6 +61,18 @@ func (t *Tracker) Add(h uint64) bool {
 	return true
 }
 
+// Holds reports whether Add(h) would change nothing: h is held while
+// exact, or its register is already at least what h would set.
+func (t *Tracker) Holds(h uint64) bool {
+	switch {
+	case t.regs != nil:
+		return !t.regs.raises(h)
+	case h == 0:
+		return t.zero
+	}
+	return t.holds(h)
+}
+
 // holds reports whether the table has h (not 0).
 func (t *Tracker) holds(h uint64) bool {
 	if len(t.table) == 0 {

@@ -7,7 +7,9 @@ import (
 
 // A Tracker answers every Add as a Sketch with the same settings fed the
 // same hashes does: while exact, at the switch to registers and after,
-// for repeats and for hash 0, with the exact form on, automatic or off.
+// for repeats and for hash 0, with the exact form on, automatic or off;
+// and Holds, asked before each Add, says it changes nothing exactly when
+// the Sketch's Add says so.
 func TestTrackerAnswersAsSketch(t *testing.T) {
 	t.Parallel()
 	f := func(name string, set Settings, distinct, adds int) {
@@ -22,7 +24,11 @@ func TestTrackerAnswersAsSketch(t *testing.T) {
 		changed := 0
 		for i := range adds {
 			h := pool[rng.IntN(distinct)]
+			held := tr.Holds(h) // asked first: it must not add
 			want := sk.Add(h)
+			if held == want {
+				t.Fatalf("%s: Holds before add %d (hash %#x, sketch %v): got %v; want %v", name, i, h, sk.Kind(), held, !want)
+			}
 			if got := tr.Add(h); got != want {
 				t.Fatalf("%s: add %d (hash %#x, sketch %v): got %v; want %v", name, i, h, sk.Kind(), got, want)
 			}

@@ -42,6 +42,11 @@ func (c *session) groupReplies(errs []error, err error) {
 			s.m.commandErrors.Inc()
 			c.out = resp.AppendError(c.out, itemError(errs[i]))
 		default:
+			if it.Kind == change.Unique && it.Delta > 0 {
+				// Journaled and confirmed: a later PFADD of it may
+				// record nothing (pfaddFast).
+				s.uniques.confirmed(it.Key, uint64(it.Bucket))
+			}
 			c.out = resp.AppendInt(c.out, reply(it))
 		}
 	}
@@ -54,10 +59,11 @@ func (c *session) groupReplies(errs []error, err error) {
 
 // reply is an accepted item's reply: the amount added (INCR, TAKE), or,
 // for PFADD's member, 1 if this daemon's view of its key changed (Delta 2)
-// and 0 if not (Delta 1; see pfaddFast).
+// and 0 if not (Delta 1, or 0 for a member recorded before; see
+// pfaddFast).
 func reply(it change.Change) int64 {
 	if it.Kind == change.Unique {
-		return it.Delta - 1
+		return max(it.Delta-1, 0)
 	}
 	return it.Delta
 }

@@ -14,6 +14,7 @@ type serverMetrics struct {
 	protocolErrors  *metrics.Counter
 	acceptErrors    *metrics.Counter
 	refused         *metrics.Counter
+	uniquesKnown    *metrics.Counter
 }
 
 func newServerMetrics(set *metrics.Set, s *Server) serverMetrics {
@@ -38,5 +39,7 @@ func newServerMetrics(set *metrics.Set, s *Server) serverMetrics {
 			"Failed accepts on the socket (such as no file descriptors left), retried with backoff."),
 		refused: exposition.Counter(set, `counterd_connections_refused_total`,
 			"Connections refused past COUNTERD_MAX_CONNS."),
+		uniquesKnown: exposition.Counter(set, `counterd_uniques_known_total`,
+			"PFADD members this daemon had already journaled and confirmed for their key, answered 0 and not journaled again."),
 	}
 }

@@ -29,9 +29,19 @@ const maxViewKeys = 4096
 // it started: PFADD's reply says whether it changed. It keeps an
 // hll.Tracker per key, which answers as the sketch would but looks a
 // member up with one probe instead of a binary search of the exact form.
+//
+// It keeps a second sketch a key, of the members whose PFADD was accepted
+// and confirmed (journaled, and fsynced or committed when the
+// acknowledgement mode waits for that): a member that sketch already
+// holds changes no sketch this daemon writes (a union takes it once), so
+// pfaddFast answers 0 and records nothing for it, as redis-server leaves
+// its append-only file alone for such a PFADD. The first sketch cannot
+// serve for that: it takes a member before its group is accepted, and
+// the group may fail.
 type uniqueView struct {
-	mu    sync.Mutex
-	byKey map[string]*hll.Tracker
+	mu      sync.Mutex
+	byKey   map[string]*hll.Tracker
+	durable map[string]*hll.Tracker
 }
 
 // sketch returns key's sketch, made (with a copy of key) if the view has
@@ -41,7 +51,10 @@ func (v *uniqueView) sketch(key string) (*hll.Tracker, bool) {
 		return sk, false
 	}
 	if v.byKey == nil || len(v.byKey) >= maxViewKeys {
+		// Both start afresh: a durable sketch with no view sketch would
+		// answer 0 for a key the view calls new.
 		v.byKey = make(map[string]*hll.Tracker)
+		v.durable = make(map[string]*hll.Tracker)
 	}
 	sk := hll.NewTracker()
 	v.byKey[strings.Clone(key)] = sk
@@ -60,12 +73,40 @@ func (v *uniqueView) add(key string, hashes ...uint64) bool {
 	return changed
 }
 
+// known reports whether key's durable sketch already holds h, so that
+// adding it again changes nothing this daemon has confirmed.
+func (v *uniqueView) known(key string, h uint64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	sk := v.durable[key]
+	return sk != nil && sk.Holds(h)
+}
+
+// confirmed adds h to key's durable sketch: a PFADD of it was accepted
+// and confirmed. A key the view has forgotten (it started afresh since)
+// is not kept.
+func (v *uniqueView) confirmed(key string, h uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, ok := v.byKey[key]; !ok {
+		return
+	}
+	sk := v.durable[key]
+	if sk == nil {
+		sk = hll.NewTracker()
+		v.durable[strings.Clone(key)] = sk
+	}
+	sk.Add(h)
+}
+
 // pfaddFast adds PFADD key member, the common form, to the session's
 // group, as INCR's fast path does, so a pipeline's PFADDs and increments
 // are one journal append and no goroutine switch. The member is journaled
-// whatever the view says (a view is no proof that an earlier PFADD of it
-// was journaled: its group may have failed); its Delta carries the reply,
-// 2 for 1 and 1 for 0 (reply in group.go). Other forms are left to pfadd.
+// unless the view's durable sketch holds it (the view's own sketch is no
+// proof that an earlier PFADD of it was journaled: its group may have
+// failed); its Delta carries the reply, 2 for 1, 1 for 0, and 0 for 0
+// with nothing recorded (reply in group.go; groupReplies confirms the
+// others to the durable sketch). Other forms are left to pfadd.
 func (c *session) pfaddFast(spec *cmdSpec, args [][]byte) bool {
 	if len(args) != 3 || checkKey(args[1]) != nil {
 		return false
@@ -75,7 +116,14 @@ func (c *session) pfaddFast(spec *cmdSpec, args [][]byte) bool {
 	// copies it, and the view copies it when it keeps it.
 	key := unsafe.String(unsafe.SliceData(args[1]), len(args[1]))
 	ch := change.Member(key, h)
-	if c.s.uniques.add(key, h) {
+	switch {
+	case c.windowless(key) && c.s.uniques.known(key, h):
+		// Confirmed before: Delta 0 records nothing (an idle change)
+		// and replies 0. Not for a key with time windows, whose member
+		// is new to each bucket.
+		ch.Delta = 0
+		c.s.m.uniquesKnown.Inc()
+	case c.s.uniques.add(key, h):
 		ch.Delta = 2
 	}
 	c.conn.lastCmd.Store(spec)
@@ -220,4 +268,11 @@ func (s *Server) pfmerge(ctx context.Context, out []byte, args [][]byte) []byte 
 	}
 	s.uniques.add(keys[0], hashes...)
 	return resp.AppendOK(out)
+}
+
+// windowless reports whether key has no time windows (COUNTERD_WINDOWS),
+// so a member its durable sketch holds is in every sketch PFADD writes.
+func (c *session) windowless(key string) bool {
+	w := c.s.buf.Windows()
+	return w == nil || w.Match(key) == nil
 }

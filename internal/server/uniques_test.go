@@ -1,0 +1,80 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"testing"
+
+	"github.com/counterd/counterd/internal/pending"
+	"github.com/counterd/counterd/internal/windows"
+)
+
+// A PFADD member this daemon has already journaled and confirmed for its
+// key is answered 0 and not journaled again; one whose PFADD was refused
+// is journaled when it comes again, though the reply view took it
+// already; a key with time windows is always journaled (its member is
+// new to each bucket). Served in each I/O mode.
+func TestPFADDKnownMemberNotJournaled(t *testing.T) {
+	t.Parallel()
+	for _, mode := range ioModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			jr := openCounting(t)
+			win, err := windows.Parse("w:*=minute:2h")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Two pending keys (counters, members, a windowed member's
+			// bucket) at most: a third is refused (-BUSY) until a FLUSH
+			// writes the others.
+			buf := pending.New(emptyStore{}, pending.Options{Journal: jr, MaxPendingKeys: 2, Windows: win})
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan struct{})
+			go func() { _ = buf.Run(ctx, ctx); close(ran) }()
+			t.Cleanup(func() { cancel(); <-ran })
+			s := New(buf, Options{IO: mode})
+			path := filepath.Join(t.TempDir(), "s.sock")
+			ln, err := net.Listen("unix", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			serve(t, s, ln)
+			c := dialLoop(t, path)
+			step := func(what, cmd string, want string, appends int64) {
+				t.Helper()
+				before := jr.appends.Load()
+				c.send(cmd)
+				c.expect(want)
+				if got := jr.appends.Load() - before; got != appends {
+					t.Fatalf("%s: %d journal appends; want %d", what, got, appends)
+				}
+			}
+			step("a new member", "PFADD u m\r\n", ":1\r\n", 1)
+			step("the same member again", "PFADD u m\r\n", ":0\r\n", 0)
+			step("flush", "FLUSH\r\n", "+OK\r\n", 0)
+			step("another member", "PFADD u m2\r\n", ":1\r\n", 1)
+			step("flush", "FLUSH\r\n", "+OK\r\n", 0)
+			step("the first, after its round", "PFADD u m\r\n", ":0\r\n", 0)
+
+			step("a counter takes a pending key", "INCR a\r\n", ":1\r\n", 1)
+			step("and another the other", "INCR b\r\n", ":1\r\n", 1)
+			c.send("PFADD v m\r\n")
+			if line, err := c.r.ReadString('\n'); err != nil || len(line) < 5 || line[:5] != "-BUSY" {
+				t.Fatalf("PFADD past the pending-key limit: %q, %v; want -BUSY", line, err)
+			}
+			step("flush", "FLUSH\r\n", "+OK\r\n", 0)
+			// The reply view took m for v before the refusal: it says 0,
+			// but the member was never journaled, so it is now.
+			step("the refused member again", "PFADD v m\r\n", ":0\r\n", 1)
+			step("and again", "PFADD v m\r\n", ":0\r\n", 0)
+			step("flush", "FLUSH\r\n", "+OK\r\n", 0)
+
+			for i, want := range []string{":1\r\n", ":0\r\n", ":0\r\n"} {
+				step(fmt.Sprintf("a windowed key's member, time %d", i+1), "PFADD w:1 m\r\n", want, 1)
+				step("flush", "FLUSH\r\n", "+OK\r\n", 0)
+			}
+		})
+	}
+}
