@@ -7,9 +7,11 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/pending"
 )
 
@@ -21,6 +23,13 @@ func unixServer(t *testing.T, opts Options, setup func(*Server)) string {
 	if setup != nil {
 		setup(s)
 	}
+	return serveUnix(t, s)
+}
+
+// serveUnix serves s on a real Unix socket until the test ends and returns
+// the socket's path.
+func serveUnix(t *testing.T, s *Server) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "s.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
@@ -141,4 +150,25 @@ func TestQueryLimit(t *testing.T) {
 				"-ERR Protocol error: too big inline request (limit 65535 bytes)\r\n")
 		})
 	}
+}
+
+// countingJournal counts appends: one per loop pass with increments.
+type countingJournal struct {
+	*journal.Journal
+	appends atomic.Int64
+}
+
+func (j *countingJournal) AppendRecord(rec []byte, n int) (journal.Position, error) {
+	j.appends.Add(1)
+	return j.Journal.AppendRecord(rec, n)
+}
+
+func openCounting(t *testing.T) *countingJournal {
+	t.Helper()
+	jr, _, err := journal.Open(journal.Options{Dir: t.TempDir(), Fsync: journal.FsyncNo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { jr.Close() })
+	return &countingJournal{Journal: jr}
 }

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/store"
 )
@@ -30,34 +28,7 @@ func loopServer(t *testing.T, buf *pending.Buffer, opts Options, hook func()) st
 		s.loopHook = func(*eloop) { hook() }
 		s.opts.Loops = 1 // the hook parks the one loop
 	}
-	path := filepath.Join(t.TempDir(), "s.sock")
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serve(t, s, ln)
-	return path
-}
-
-// countingJournal counts appends: one per loop pass with increments.
-type countingJournal struct {
-	*journal.Journal
-	appends atomic.Int64
-}
-
-func (j *countingJournal) AppendRecord(rec []byte, n int) (journal.Position, error) {
-	j.appends.Add(1)
-	return j.Journal.AppendRecord(rec, n)
-}
-
-func openCounting(t *testing.T) *countingJournal {
-	t.Helper()
-	jr, _, err := journal.Open(journal.Options{Dir: t.TempDir(), Fsync: journal.FsyncNo})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { jr.Close() })
-	return &countingJournal{Journal: jr}
+	return serveUnix(t, s)
 }
 
 // gateStore is emptyStore whose reads wait for release.
@@ -206,12 +177,7 @@ func TestLoopHangupDuringCommand(t *testing.T) {
 		}
 	}
 	defer close(stop)
-	path := filepath.Join(t.TempDir(), "s.sock")
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serve(t, s, ln)
+	path := serveUnix(t, s)
 	c := dialLoop(t, path)
 	// A reply larger than the socket's buffers stays pending in the
 	// server, so the hang-up fails the loop's write of it while the GET
@@ -328,12 +294,7 @@ func TestLoopDataAndHangupInOneEvent(t *testing.T) {
 			<-release
 		}
 	}
-	path := filepath.Join(t.TempDir(), "s.sock")
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serve(t, s, ln)
+	path := serveUnix(t, s)
 	whileParked := func(f func()) {
 		armed.Store(true)
 		<-parked

@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"net"
-	"path/filepath"
 	"testing"
 
 	"github.com/counterd/counterd/internal/pending"
@@ -35,12 +33,7 @@ func TestPFADDKnownMemberNotJournaled(t *testing.T) {
 			go func() { _ = buf.Run(ctx, ctx); close(ran) }()
 			t.Cleanup(func() { cancel(); <-ran })
 			s := New(buf, Options{IO: mode})
-			path := filepath.Join(t.TempDir(), "s.sock")
-			ln, err := net.Listen("unix", path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			serve(t, s, ln)
+			path := serveUnix(t, s)
 			c := dialLoop(t, path)
 			step := func(what, cmd string, want string, appends int64) {
 				t.Helper()
