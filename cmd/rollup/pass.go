@@ -81,7 +81,7 @@ func (r *roller) clean(ctx context.Context, start time.Time, p *passResult) erro
 	if p.pruned, err = r.store.PruneInstances(ctx, time.Now().Add(-r.cfg.PruneAfter)); err != nil {
 		return err
 	}
-	p.seen, err = r.store.PruneSeen(ctx, time.Now(), r.cfg.Chunk)
+	p.seen, err = r.store.PruneSeen(ctx, time.Now().Add(-r.cfg.SeenSlack), r.cfg.Chunk)
 	return err
 }
 

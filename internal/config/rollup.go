@@ -33,6 +33,10 @@ type Rollup struct {
 	// replay a round it had already committed; 30 days is far beyond any
 	// outage worth surviving that way.
 	PruneAfter time.Duration `env:"ROLLUP_PRUNE_AFTER" envDefault:"720h" help:"forget the batch identity of daemon instances idle this long"`
+	// A day covers a daemon down overnight with INCRONCE views in its
+	// journal; an hour (the old fixed slack) only clock skew. The cost is
+	// rows: each entry lives its window plus this.
+	SeenSlack time.Duration `env:"ROLLUP_SEEN_SLACK" envDefault:"24h" help:"keep an INCRONCE seen entry this long after its window ends, so a view decided that late (a daemon replaying its journal after an outage, or a clock behind) is still decided against it; a view decided later may count again"`
 	// Parsed by internal/targets; checked against the catalog when the
 	// rollup starts.
 	Targets string `env:"ROLLUP_TARGETS" help:"app columns each fold adds to, separated by ';': pattern=[schema.]table.column, as 'post:{id}:likes=posts.like_count'"`
@@ -51,6 +55,9 @@ func (c *Rollup) Validate() error {
 	}
 	if c.Chunk < 1 {
 		return &Error{"ROLLUP_CHUNK", "must be at least 1"}
+	}
+	if c.SeenSlack < 0 {
+		return &Error{"ROLLUP_SEEN_SLACK", "must not be negative"}
 	}
 	if c.PruneAfter <= 0 {
 		return &Error{"ROLLUP_PRUNE_AFTER", "must be positive"}

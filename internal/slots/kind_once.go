@@ -29,7 +29,10 @@ import (
 //     if there is no last counted view or it is at least its window after
 //     it, and then becomes the last counted view. A view less than its
 //     window after the last counted one does not move it (the window
-//     slides from counted views only).
+//     slides from counted views only). A view accepted before the last
+//     counted one (decided late: its daemon replayed its journal after
+//     others counted later views) is decided by decideLate, against the
+//     last counted view and the one before it (counted_before).
 //  3. saveSeen records each pair's last counted view, and the counts go
 //     into the keys' slot rows by the totals' own statement (kind_total.go),
 //     so they are written exactly as INCR's, expiry included.
@@ -37,18 +40,14 @@ func init() {
 	Register(Writer{Name: "once", Kinds: []change.Kind{change.Once}, Order: -1, Exec: writeOnce})
 }
 
-// onceSlack is how long after an entry's window ends the rollup still
-// keeps it, so a view accepted by a daemon whose clock is behind the
-// database's by less than this is still decided against it.
-const onceSlack = time.Hour
-
 // seenPair is one (key, visitor) pair of a round, with what the seen set
 // says and what the round decided.
 type seenPair struct {
 	key     string
 	visitor int64
 	last    *time.Time // last counted view; nil for none
-	window  int64      // µs, of the last view counted this round
+	before  *time.Time // the counted view before last; nil for none known
+	window  int64      // µs, of the last view counted this round; -1: last not moved
 	changed bool
 }
 
@@ -91,8 +90,8 @@ func lockSeen(ctx context.Context, tx pgx.Tx, views []change.View) ([]seenPair, 
 	}
 	pairs := make([]seenPair, 0, len(keys))
 	for rows.Next() {
-		var p seenPair
-		if err := rows.Scan(&p.key, &p.visitor, &p.last); err != nil {
+		p := seenPair{window: -1}
+		if err := rows.Scan(&p.key, &p.visitor, &p.last, &p.before); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("lock seen views: %w", err)
 		}
@@ -116,7 +115,7 @@ INSERT INTO counter_seen AS s (key, visitor_hash)
 SELECT k, v FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS p(k, v, ord)
 ORDER BY ord
 ON CONFLICT (key, visitor_hash) DO UPDATE SET counted_at = s.counted_at
-RETURNING s.key, s.visitor_hash, s.counted_at`
+RETURNING s.key, s.visitor_hash, s.counted_at, s.counted_before`
 
 // decide decides views (sorted) against pairs (their pairs, sorted, as
 // lockSeen returns them): it moves each pair's last counted view and
@@ -130,13 +129,46 @@ func decide(views []change.View, pairs []seenPair) []change.View {
 		}
 		pair := &pairs[p]
 		at := time.UnixMicro(v.At)
-		if pair.last != nil && at.Sub(*pair.last) < time.Duration(v.Window)*time.Microsecond {
+		window := time.Duration(v.Window) * time.Microsecond
+		switch {
+		case pair.last == nil || !at.Before(*pair.last):
+			if pair.last != nil && at.Sub(*pair.last) < window {
+				continue
+			}
+			pair.before, pair.last, pair.window = pair.last, &at, v.Window
+		case !decideLate(pair, at, window):
 			continue
 		}
-		pair.last, pair.window, pair.changed = &at, v.Window, true
+		pair.changed = true
 		counted = append(counted, v)
 	}
 	return counted
+}
+
+// decideLate decides a view accepted at at, before the pair's last
+// counted view, and reports whether it counts; one that counts becomes
+// the counted view before last. In accept-time order it would have been
+// decided before the last: it counts if neither the last nor the one
+// before it is within its window of it. A view within its window of the
+// last does not count (the last did instead: the total is the same). A
+// view before the counted view before last cannot be decided from the
+// two kept: it counts only if that view is within its window (then the
+// total is the same whichever counted) — it does not, and it is not
+// counted, erring low (docs/protocol.md, Once per visitor).
+func decideLate(pair *seenPair, at time.Time, window time.Duration) bool {
+	if pair.last.Sub(at) < window {
+		return false
+	}
+	if pair.before != nil {
+		if at.Before(*pair.before) {
+			return false
+		}
+		if at.Sub(*pair.before) < window {
+			return false
+		}
+	}
+	pair.before = &at
+	return true
 }
 
 // saveSeen records the last counted view of each pair the round moved.
@@ -146,13 +178,14 @@ func saveSeen(ctx context.Context, tx pgx.Tx, pairs []seenPair) error {
 	var keys []string
 	var visitors, windows []int64
 	var ats []time.Time
+	var befores []*time.Time
 	for _, p := range pairs {
 		if p.changed {
 			keys, visitors = append(keys, p.key), append(visitors, p.visitor)
-			ats, windows = append(ats, *p.last), append(windows, p.window)
+			ats, windows, befores = append(ats, *p.last), append(windows, p.window), append(befores, p.before)
 		}
 	}
-	if _, err := tx.Exec(ctx, saveSeenSQL, keys, visitors, ats, windows); err != nil {
+	if _, err := tx.Exec(ctx, saveSeenSQL, keys, visitors, ats, windows, befores); err != nil {
 		return fmt.Errorf("save seen views: %w", err)
 	}
 	return nil
@@ -160,8 +193,9 @@ func saveSeen(ctx context.Context, tx pgx.Tx, pairs []seenPair) error {
 
 const saveSeenSQL = `
 UPDATE counter_seen s
-SET counted_at = u.at, keep_until = u.at + u.w * interval '1 microsecond'
-FROM unnest($1::text[], $2::bigint[], $3::timestamptz[], $4::bigint[]) AS u(k, v, at, w)
+SET counted_at = u.at, counted_before = u.before,
+    keep_until = CASE WHEN u.w < 0 THEN s.keep_until ELSE u.at + u.w * interval '1 microsecond' END
+FROM unnest($1::text[], $2::bigint[], $3::timestamptz[], $4::bigint[], $5::timestamptz[]) AS u(k, v, at, w, before)
 WHERE s.key = u.k AND s.visitor_hash = u.v`
 
 // addCounts adds the counted views to their keys' slot rows with the
@@ -268,16 +302,17 @@ SELECT count(*) FILTER (WHERE NOT created)::int, count(*) FILTER (WHERE created)
 }
 
 // PruneSeen deletes, in chunks of up to chunk rows, the seen entries
-// whose window ended more than an hour (onceSlack) before now: a view
-// they could still stop is one accepted by a daemon whose clock is that
-// far behind. It returns how many it deleted.
-func (s *Store) PruneSeen(ctx context.Context, now time.Time, chunk int) (int64, error) {
+// whose window ended before before (the rollup passes now less
+// ROLLUP_SEEN_SLACK): a view they could still stop is one decided that
+// late, by a daemon whose clock is behind or that replays its journal
+// after an outage. It returns how many it deleted.
+func (s *Store) PruneSeen(ctx context.Context, before time.Time, chunk int) (int64, error) {
 	if chunk <= 0 {
 		chunk = DefaultFoldChunk
 	}
 	var total int64
 	for {
-		tag, err := s.pool.Exec(ctx, pruneSeenSQL, now.Add(-onceSlack), chunk)
+		tag, err := s.pool.Exec(ctx, pruneSeenSQL, before, chunk)
 		if err != nil {
 			return total, fmt.Errorf("prune seen views: %w", err)
 		}

@@ -74,6 +74,47 @@ func TestOnceDecides(t *testing.T) {
 	}
 }
 
+// Views decided late, after a later view of the visitor counted (a daemon
+// that replayed its journal after an outage), are decided as they would
+// have been in accept-time order, against the last counted view and the
+// one before it: the total comes out as in order, except for a view older
+// than both, which is not counted (erring low). Before, every late view
+// was dropped: at - last is negative, which the rule read as "within the
+// window". A late view that counts leaves the row's prune time alone.
+func TestOnceDecidesLate(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t, 4)
+	id := store.BatchID{Identity: store.Identity{Instance: "late"}}
+	const w = 8 * time.Hour
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	for _, step := range []struct {
+		name string
+		at   time.Duration
+		want int64
+	}{
+		{"a view at 2w", 2 * w, 1},
+		{"late, at 0: 2w before the last, none before it", 0, 2},
+		{"late, at w/2: within the window after the one at 0", w / 2, 2},
+		{"late, at w: a window after 0 and before 2w", w, 3},
+		{"late, at 1.5w: within the window before the last", w + w/2, 3},
+		{"in order, at 3w", 3 * w, 4},
+		{"late, before the view before last: not decided, not counted", -w, 4},
+	} {
+		id.Seq++
+		mustApply(t, s, id, onceAt("p", "u5", step.at))
+		if got := total(t, db, "p"); got != step.want {
+			t.Fatalf("%s: total of p: got %d; want %d", step.name, got, step.want)
+		}
+	}
+	var keep time.Time
+	if err := db.Pool.QueryRow(context.Background(), `SELECT keep_until FROM counter_seen WHERE key = 'p'`).Scan(&keep); err != nil {
+		t.Fatal(err)
+	}
+	if want := t0.Add(4 * w); !keep.Equal(want) {
+		t.Errorf("keep_until: got %v; want %v (the last counted view, 3w, plus its window)", keep, want)
+	}
+}
+
 // Two stores (two daemons) deciding views of the same visitors at once
 // count each visitor once.
 func TestOnceExactAcrossStores(t *testing.T) {
@@ -110,8 +151,8 @@ func TestOnceExactAcrossStores(t *testing.T) {
 	}
 }
 
-// The rollup's prune deletes entries an hour past their window, and a
-// view after that counts.
+// The rollup's prune deletes entries whose window ended before the time
+// it is given (an hour ago here), and a view after that counts.
 func TestPruneSeen(t *testing.T) {
 	t.Parallel()
 	s, db := newStore(t, 4)
@@ -120,7 +161,7 @@ func TestPruneSeen(t *testing.T) {
 	mustApply(t, s, store.BatchID{Identity: store.Identity{Instance: "p"}, Seq: 1},
 		change.OnceView("old", 1, now.Add(-10*time.Hour), 8*time.Hour),
 		change.OnceView("recent", 1, now.Add(-8*time.Hour), 8*time.Hour))
-	n, err := s.PruneSeen(ctx, now, 1)
+	n, err := s.PruneSeen(ctx, now.Add(-time.Hour), 1)
 	if err != nil {
 		t.Fatal(err)
 	}

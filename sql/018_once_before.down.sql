@@ -1,0 +1,1 @@
+ALTER TABLE counter_seen DROP COLUMN counted_before;
