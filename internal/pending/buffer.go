@@ -184,6 +184,10 @@ func (b *Buffer) AddAll(items []change.Change, errs []error) (Ticket, error) {
 // none).
 func (b *Buffer) Windows() *windows.Config { return b.acc.win }
 
+// MaxPendingKeys is the most pending keys the buffer takes
+// (Options.MaxPendingKeys; math.MaxInt64 for no limit).
+func (b *Buffer) MaxPendingKeys() int64 { return b.acc.maxPending }
+
 // Now reads the accept clock: the time buckets are picked by.
 func (b *Buffer) Now() time.Time { return b.acc.clock.Now() }
 

@@ -161,6 +161,11 @@ func (s *Server) pfadd(ctx context.Context, out []byte, args [][]byte) []byte {
 // acknowledgement mode promises; it returns the error reply, "" when all
 // were accepted.
 func (s *Server) journalMembers(ctx context.Context, items []change.Change) string {
+	if need, most := s.membersNeed(items), s.buf.MaxPendingKeys(); need > most {
+		// -BUSY says retry; this can never fit, however idle the daemon.
+		s.m.commandErrors.Inc()
+		return fmt.Sprintf("ERR %d members need %d pending keys, more than COUNTERD_MAX_PENDING_KEYS (%d) allows at once: send fewer members a command (nothing was added)", len(items), need, most)
+	}
 	errs := make([]error, len(items))
 	t, err := s.buf.AddGroup(items, errs)
 	if err == nil {
@@ -275,4 +280,22 @@ func (s *Server) pfmerge(ctx context.Context, out []byte, args [][]byte) []byte 
 func (c *session) windowless(key string) bool {
 	w := c.s.buf.Windows()
 	return w == nil || w.Match(key) == nil
+}
+
+// membersNeed is how many pending keys items (members of one key) take
+// at most when none is pending yet: a cell each distinct member, and one
+// each bucket of each width its key's windows have.
+func (s *Server) membersNeed(items []change.Change) int64 {
+	if int64(len(items)) <= s.buf.MaxPendingKeys()/4 {
+		return int64(len(items)) // the common case: far from the limit
+	}
+	distinct := make(map[int64]struct{}, len(items))
+	for _, it := range items {
+		distinct[it.Bucket] = struct{}{}
+	}
+	per := int64(1)
+	if w := s.buf.Windows(); w != nil && len(items) > 0 {
+		per += int64(len(w.Match(items[0].Key)))
+	}
+	return int64(len(distinct)) * per
 }

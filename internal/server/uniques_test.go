@@ -71,3 +71,29 @@ func TestPFADDKnownMemberNotJournaled(t *testing.T) {
 		})
 	}
 }
+
+// A PFADD with more members than COUNTERD_MAX_PENDING_KEYS allows at
+// once is refused with an error saying so, and adds nothing: before, it
+// got -BUSY ("back off and retry"), which could never succeed, after
+// adding the members that fit.
+func TestPFADDPastPendingLimitSaysSo(t *testing.T) {
+	t.Parallel()
+	jr := openCounting(t)
+	buf := pending.New(emptyStore{}, pending.Options{Journal: jr, MaxPendingKeys: 10})
+	c := dialLoop(t, serveUnix(t, New(buf, Options{})))
+	cmd := func(n int) string {
+		s := fmt.Sprintf("*%d\r\n$5\r\nPFADD\r\n$1\r\nu\r\n", n+2)
+		for i := range n {
+			m := fmt.Sprintf("m%d", i)
+			s += fmt.Sprintf("$%d\r\n%s\r\n", len(m), m)
+		}
+		return s
+	}
+	c.send(cmd(11))
+	c.expect("-ERR 11 members need 11 pending keys, more than COUNTERD_MAX_PENDING_KEYS (10) allows at once: send fewer members a command (nothing was added)\r\n")
+	if n := jr.appends.Load(); n != 0 {
+		t.Fatalf("journal appends after the refused PFADD: %d; want 0", n)
+	}
+	c.send(cmd(10))
+	c.expect(":1\r\n")
+}
