@@ -192,6 +192,11 @@ func (b *backend) migrate(ctx context.Context, log *slog.Logger) error {
 		}
 	}
 	if b.parts != nil {
+		// Before the proxy's functions are installed: on a partition
+		// that is the proxy they would replace the partition's own.
+		if err := cluster.CheckLayout(ctx, b.proxy, b.parts); err != nil {
+			return settingError("COUNTERD_CLUSTER", err)
+		}
 		return cluster.InstallProxy(ctx, b.proxy, b.cluster)
 	}
 	return nil

@@ -1,0 +1,1 @@
+DROP TABLE counterd_partition;
