@@ -39,26 +39,28 @@ const maxViewKeys = 4096
 // serve for that: it takes a member before its group is accepted, and
 // the group may fail.
 type uniqueView struct {
-	mu      sync.Mutex
-	byKey   map[string]*hll.Tracker
-	durable map[string]*hll.Tracker
+	mu    sync.Mutex
+	byKey map[string]*keyView
 }
 
-// sketch returns key's sketch, made (with a copy of key) if the view has
-// none, and whether it was made. The caller holds v.mu.
-func (v *uniqueView) sketch(key string) (*hll.Tracker, bool) {
-	if sk, ok := v.byKey[key]; ok {
-		return sk, false
+// keyView is one key's sketches in the view: what PFADD's reply reads,
+// and (made at the first confirmation) the confirmed members'.
+type keyView struct {
+	seen, durable *hll.Tracker
+}
+
+// sketch returns key's sketches, made (with a copy of key) if the view
+// has none, and whether they were made. The caller holds v.mu.
+func (v *uniqueView) sketch(key string) (*keyView, bool) {
+	if kv, ok := v.byKey[key]; ok {
+		return kv, false
 	}
 	if v.byKey == nil || len(v.byKey) >= maxViewKeys {
-		// Both start afresh: a durable sketch with no view sketch would
-		// answer 0 for a key the view calls new.
-		v.byKey = make(map[string]*hll.Tracker)
-		v.durable = make(map[string]*hll.Tracker)
+		v.byKey = make(map[string]*keyView)
 	}
-	sk := hll.NewTracker()
-	v.byKey[strings.Clone(key)] = sk
-	return sk, true
+	kv := &keyView{seen: hll.NewTracker()}
+	v.byKey[strings.Clone(key)] = kv
+	return kv, true
 }
 
 // add adds hashes to key's sketch and reports whether the key was new to
@@ -66,37 +68,41 @@ func (v *uniqueView) sketch(key string) (*hll.Tracker, bool) {
 func (v *uniqueView) add(key string, hashes ...uint64) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	sk, changed := v.sketch(key)
+	kv, changed := v.sketch(key)
 	for _, h := range hashes {
-		changed = sk.Add(h) || changed
+		changed = kv.seen.Add(h) || changed
 	}
 	return changed
 }
 
-// known reports whether key's durable sketch already holds h, so that
-// adding it again changes nothing this daemon has confirmed.
-func (v *uniqueView) known(key string, h uint64) bool {
+// addOne is PFADD key member's view, with one lookup of key: known says
+// key's confirmed sketch already holds h (nothing is added; see
+// pfaddFast), changed whether the reply sketch changed, as add. skip
+// says not to look at the confirmed sketch (a key with time windows).
+func (v *uniqueView) addOne(key string, h uint64, skip bool) (known, changed bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	sk := v.durable[key]
-	return sk != nil && sk.Holds(h)
+	kv, made := v.sketch(key)
+	if !skip && kv.durable != nil && kv.durable.Holds(h) {
+		return true, false
+	}
+	return false, kv.seen.Add(h) || made
 }
 
-// confirmed adds h to key's durable sketch: a PFADD of it was accepted
+// confirmed adds h to key's confirmed sketch: a PFADD of it was accepted
 // and confirmed. A key the view has forgotten (it started afresh since)
 // is not kept.
 func (v *uniqueView) confirmed(key string, h uint64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if _, ok := v.byKey[key]; !ok {
+	kv := v.byKey[key]
+	if kv == nil {
 		return
 	}
-	sk := v.durable[key]
-	if sk == nil {
-		sk = hll.NewTracker()
-		v.durable[strings.Clone(key)] = sk
+	if kv.durable == nil {
+		kv.durable = hll.NewTracker()
 	}
-	sk.Add(h)
+	kv.durable.Add(h)
 }
 
 // pfaddFast adds PFADD key member, the common form, to the session's
@@ -116,14 +122,15 @@ func (c *session) pfaddFast(spec *cmdSpec, args [][]byte) bool {
 	// copies it, and the view copies it when it keeps it.
 	key := unsafe.String(unsafe.SliceData(args[1]), len(args[1]))
 	ch := change.Member(key, h)
-	switch {
-	case c.windowless(key) && c.s.uniques.known(key, h):
+	// A key with time windows is never skipped: its member is new to
+	// each bucket.
+	switch known, changed := c.s.uniques.addOne(key, h, !c.windowless(key)); {
+	case known:
 		// Confirmed before: Delta 0 records nothing (an idle change)
-		// and replies 0. Not for a key with time windows, whose member
-		// is new to each bucket.
+		// and replies 0.
 		ch.Delta = 0
 		c.s.m.uniquesKnown.Inc()
-	case c.s.uniques.add(key, h):
+	case changed:
 		ch.Delta = 2
 	}
 	c.conn.lastCmd.Store(spec)
