@@ -18,6 +18,15 @@ type Tracker struct {
 	zero  bool
 	// regs is the register sketch once more than limit hashes came.
 	regs *Sketch
+
+	// A second set, inside the first: the hashes Confirm marked. While
+	// the first is exact, a bit per slot of table (conf) and zeroConf for
+	// hash 0, so a lookup of both is one probe; once it has registers, a
+	// Tracker of their own (confirmed), exact until they themselves pass
+	// the limit, as a sketch of them alone would be.
+	conf      []uint64
+	zeroConf  bool
+	confirmed *Tracker
 }
 
 // NewTracker returns an empty tracker with DefaultSettings.
@@ -75,8 +84,15 @@ func (t *Tracker) Holds(h uint64) bool {
 
 // holds reports whether the table has h (not 0).
 func (t *Tracker) holds(h uint64) bool {
+	_, ok := t.slot(h)
+	return ok
+}
+
+// slot returns the table slot holding h (not 0), and false when no slot
+// does.
+func (t *Tracker) slot(h uint64) (uint64, bool) {
 	if len(t.table) == 0 {
-		return false
+		return 0, false
 	}
 	mask := uint64(len(t.table) - 1)
 	// The hashes are MurmurHash3 output: their low bits spread evenly,
@@ -85,32 +101,93 @@ func (t *Tracker) holds(h uint64) bool {
 	for i := (h >> 32) & mask; ; i = (i + 1) & mask {
 		switch t.table[i] {
 		case h:
-			return true
+			return i, true
 		case 0:
-			return false
+			return 0, false
 		}
 	}
 }
 
-// insert puts h (not 0, not held) into the table, which has room.
-func (t *Tracker) insert(h uint64) {
+// insert puts h (not 0, not held) into the table, which has room, and
+// returns its slot.
+func (t *Tracker) insert(h uint64) uint64 {
 	mask := uint64(len(t.table) - 1)
 	i := (h >> 32) & mask
 	for t.table[i] != 0 {
 		i = (i + 1) & mask
 	}
 	t.table[i] = h
+	return i
 }
 
-// grow doubles the table (or makes the first) and moves the hashes over.
+// grow doubles the table (or makes the first) and moves the hashes over,
+// with their confirmed marks.
 func (t *Tracker) grow() {
-	old := t.table
+	old, oldConf := t.table, t.conf
 	t.table = make([]uint64, max(minTable, 2*len(old)))
-	for _, h := range old {
-		if h != 0 {
-			t.insert(h)
+	t.conf = nil
+	if oldConf != nil {
+		t.conf = make([]uint64, (len(t.table)+63)/64)
+	}
+	for j, h := range old {
+		if h == 0 {
+			continue
+		}
+		i := t.insert(h)
+		if oldConf != nil && oldConf[j/64]&(1<<(j%64)) != 0 {
+			t.conf[i/64] |= 1 << (i % 64)
 		}
 	}
+}
+
+// Confirm marks h, which Add has been given, as confirmed; Confirmed
+// answers for the confirmed hashes alone what Holds answers for all.
+// A hash Add has not been given (or one given before Reset) is added.
+func (t *Tracker) Confirm(h uint64) {
+	if t.regs == nil && h != 0 {
+		if i, ok := t.slot(h); ok { // the common case: one probe
+			t.mark(i)
+			return
+		}
+	}
+	t.Add(h)
+	if t.regs != nil {
+		if t.confirmed == nil {
+			t.confirmed = newTracker(t.set)
+		}
+		t.confirmed.Add(h)
+		return
+	}
+	if h == 0 {
+		t.zeroConf = true
+		return
+	}
+	i, _ := t.slot(h) // Add put it there
+	t.mark(i)
+}
+
+// mark sets the confirmed bit of table slot i.
+func (t *Tracker) mark(i uint64) {
+	if t.conf == nil {
+		t.conf = make([]uint64, (len(t.table)+63)/64)
+	}
+	t.conf[i/64] |= 1 << (i % 64)
+}
+
+// Confirmed reports whether adding h to the confirmed hashes would
+// change nothing: h is confirmed while exact, or with registers the
+// confirmed hashes' register for h is already at least what h sets.
+func (t *Tracker) Confirmed(h uint64) bool {
+	switch {
+	case t.regs != nil:
+		return t.confirmed != nil && t.confirmed.Holds(h)
+	case h == 0:
+		return t.zeroConf
+	case t.conf == nil:
+		return false
+	}
+	i, ok := t.slot(h)
+	return ok && t.conf[i/64]&(1<<(i%64)) != 0
 }
 
 // toRegisters switches to registers holding every hash so far and h, as
@@ -127,5 +204,21 @@ func (t *Tracker) toRegisters(h uint64) {
 		}
 	}
 	s.addRegister(h)
+	if t.conf != nil || t.zeroConf {
+		// The confirmed hashes move to a tracker of their own, exact
+		// until they pass the limit themselves: registers answer for a
+		// set only once a sketch of it would hold registers.
+		c := newTracker(t.set)
+		if t.zeroConf {
+			c.Add(0)
+		}
+		for i, e := range t.table {
+			if e != 0 && t.conf != nil && t.conf[i/64]&(1<<(i%64)) != 0 {
+				c.Add(e)
+			}
+		}
+		t.confirmed = c
+	}
 	t.regs, t.table, t.n, t.zero = s, nil, 0, false
+	t.conf, t.zeroConf = nil, false
 }

@@ -21,16 +21,26 @@ func TestTrackerAnswersAsSketch(t *testing.T) {
 		}
 		pool[0] = 0 // the free-slot marker must still count as a member
 		sk, tr := mustNew(t, set), newTracker(set)
+		// ref is a tracker of the confirmed hashes alone: Confirmed must
+		// answer as its Holds does, through every switch of tr's.
+		ref := newTracker(set)
 		changed := 0
 		for i := range adds {
 			h := pool[rng.IntN(distinct)]
 			held := tr.Holds(h) // asked first: it must not add
+			if got, want := tr.Confirmed(h), ref.Holds(h); got != want {
+				t.Fatalf("%s: Confirmed before add %d (hash %#x, tracker exact %v): got %v; want %v", name, i, h, tr.regs == nil, got, want)
+			}
 			want := sk.Add(h)
 			if held == want {
 				t.Fatalf("%s: Holds before add %d (hash %#x, sketch %v): got %v; want %v", name, i, h, sk.Kind(), held, !want)
 			}
 			if got := tr.Add(h); got != want {
 				t.Fatalf("%s: add %d (hash %#x, sketch %v): got %v; want %v", name, i, h, sk.Kind(), got, want)
+			}
+			if rng.IntN(3) == 0 { // a third of the adds are confirmed
+				tr.Confirm(h)
+				ref.Add(h)
 			}
 			if want {
 				changed++

@@ -30,23 +30,24 @@ const maxViewKeys = 4096
 // hll.Tracker per key, which answers as the sketch would but looks a
 // member up with one probe instead of a binary search of the exact form.
 //
-// It keeps a second sketch a key, of the members whose PFADD was accepted
-// and confirmed (journaled, and fsynced or committed when the
-// acknowledgement mode waits for that): a member that sketch already
-// holds changes no sketch this daemon writes (a union takes it once), so
-// pfaddFast answers 0 and records nothing for it, as redis-server leaves
-// its append-only file alone for such a PFADD. The first sketch cannot
-// serve for that: it takes a member before its group is accepted, and
-// the group may fail.
+// It also marks, in each key's sketch, the members whose PFADD was
+// accepted and confirmed (journaled, and fsynced or committed when the
+// acknowledgement mode waits for that; hll.Tracker.Confirm keeps them as
+// a set of their own): a member already confirmed changes no sketch this
+// daemon writes (a union takes it once), so pfaddFast answers 0 and
+// records nothing for it, as redis-server leaves its append-only file
+// alone for such a PFADD. Being in the sketch is not enough: a member is
+// added before its group is accepted, and the group may fail.
 type uniqueView struct {
 	mu    sync.Mutex
 	byKey map[string]*keyView
 }
 
-// keyView is one key's sketches in the view: what PFADD's reply reads,
-// and (made at the first confirmation) the confirmed members'.
+// keyView is one key's sketch in the view: what PFADD's reply reads,
+// with the confirmed members marked in it (hll.Tracker.Confirm), so one
+// probe answers both.
 type keyView struct {
-	seen, durable *hll.Tracker
+	seen *hll.Tracker
 }
 
 // sketch returns key's sketches, made (with a copy of key) if the view
@@ -83,7 +84,7 @@ func (v *uniqueView) addOne(key string, h uint64, skip bool) (known, changed boo
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	kv, made := v.sketch(key)
-	if !skip && kv.durable != nil && kv.durable.Holds(h) {
+	if !skip && kv.seen.Confirmed(h) {
 		return true, false
 	}
 	return false, kv.seen.Add(h) || made
@@ -95,14 +96,9 @@ func (v *uniqueView) addOne(key string, h uint64, skip bool) (known, changed boo
 func (v *uniqueView) confirmed(key string, h uint64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	kv := v.byKey[key]
-	if kv == nil {
-		return
+	if kv := v.byKey[key]; kv != nil {
+		kv.seen.Confirm(h)
 	}
-	if kv.durable == nil {
-		kv.durable = hll.NewTracker()
-	}
-	kv.durable.Add(h)
 }
 
 // pfaddFast adds PFADD key member, the common form, to the session's
