@@ -171,7 +171,7 @@ func TestClusterPartitionOutage(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.StartServer(t)
 	c := pgtest.NewCluster(t, 2, pgtest.Options{NoMigrate: true, MaxConns: 4, PartURLs: []string{"", srv.URL}})
-	d := startDaemon(t, c.Proxy, "COUNTERD_CLUSTER="+c.Name, "COUNTERD_FLUSH_INTERVAL=50ms")
+	d := startDaemon(t, c.Proxy, "COUNTERD_CLUSTER="+c.Name, "COUNTERD_FLUSH_INTERVAL=50ms", "COUNTERD_FLUSH_TIMEOUT=2s")
 	ctx := context.Background()
 	var keys [2][]string
 	for i := 0; len(keys[0]) < 8 || len(keys[1]) < 8; i++ {
@@ -221,6 +221,12 @@ func TestClusterPartitionOutage(t *testing.T) {
 	if m := httpGet(t, "http://"+d.metricsAddr()+"/metrics"); !strings.Contains(m, `counterd_partition_behind{partition="1"} 1`) ||
 		!strings.Contains(m, `counterd_partition_behind{partition="0"} 0`) {
 		t.Errorf("metrics while partition 1 is down:\n%s", m)
+	}
+	// FLUSH cannot finish, and says why: before, only "context deadline
+	// exceeded", while /readyz and the log named the partition.
+	if err := client(t, d.socket).Do(context.Background(), "FLUSH").Err(); err == nil ||
+		!strings.Contains(err.Error(), "flush not confirmed") || !strings.Contains(err.Error(), "behind: partition 1") {
+		t.Errorf("FLUSH while partition 1 is down: %v; want flush not confirmed, naming partition 1", err)
 	}
 	// Under load for the rest of the 20 s.
 	for time.Since(down) < 20*time.Second {

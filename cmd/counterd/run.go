@@ -176,9 +176,11 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	hot := hotness.New(hotness.Options{HotRate: cfg.HotRate, Target: cfg.HotTarget, MaxN: cfg.HotMaxN})
 	defer hot.Close()
 	budgets := newBudgets(cfg, log, b, jr, buf, lastSeq(rounds), own, set)
+	ready := readiness{buf: buf, db: b, jr: jr}
 	srv := server.New(buf, server.Options{
 		Budgets:         budgets,
 		Timeout:         cfg.FlushTimeout,
+		Health:          func(ctx context.Context) error { _, err := ready.check(ctx); return err },
 		AckCommit:       cfg.Ack == "commit",
 		IO:              cfg.IO,
 		Loops:           loops,
@@ -199,7 +201,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		return fmt.Errorf("COUNTERD_SOCKET: %w", err)
 	}
 	defer ln.Close() // Serve closes it on shutdown; this covers early returns
-	if err := serveMetrics(ctx, cfg, set, readiness{buf: buf, db: b, jr: jr}.check, log); err != nil {
+	if err := serveMetrics(ctx, cfg, set, ready.check, log); err != nil {
 		ln.Close()
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -194,7 +195,17 @@ func (c *session) flush(ctx context.Context, _ [][]byte) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	if err := s.buf.Flush(ctx); err != nil {
-		c.fail(fmt.Sprintf("ERR flush not confirmed within %s; increments are kept and retried: %v", s.opts.Timeout, err))
+		msg := fmt.Sprintf("ERR flush not confirmed within %s; increments are kept and retried: %v", s.opts.Timeout, err)
+		if s.opts.Health != nil {
+			// Why, which the deadline alone does not say (a partition
+			// down, say).
+			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			if herr := s.opts.Health(hctx); herr != nil {
+				msg += "; " + herr.Error()
+			}
+			cancel()
+		}
+		c.fail(strings.ReplaceAll(msg, "\n", " "))
 		return nil
 	}
 	c.out = resp.AppendOK(c.out)

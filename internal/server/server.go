@@ -22,6 +22,10 @@ type Options struct {
 	// Timeout bounds GET, FLUSH and commit acknowledgements when the
 	// database is slow or down.
 	Timeout time.Duration
+	// Health, when set, says what holds rounds back (as /readyz does:
+	// failing writes, a partition behind, an unreachable database); a
+	// FLUSH that times out adds it to its error.
+	Health func(context.Context) error
 	// AckCommit delays each increment's reply until its round is
 	// committed in PostgreSQL.
 	AckCommit bool
