@@ -150,8 +150,8 @@ func TestClientList(t *testing.T) {
 	a.conn.touch(fixedNow.Add(9 * time.Second))
 	do(t, a, "INCR", "k")
 	got := do(t, a, "CLIENT", "LIST")
-	want := "id=1 addr=pipe:0 laddr=pipe:0 fd=-1 name= age=10 idle=1 flags=N db=0 sub=0 psub=0 ssub=0 cmd=incr user=default redir=-1 resp=2 lib-name= lib-ver=\n" +
-		"id=2 addr=pipe:0 laddr=pipe:0 fd=-1 name=bee age=5 idle=3 flags=N db=0 sub=0 psub=0 ssub=0 cmd=client|setname user=default redir=-1 resp=2 lib-name= lib-ver=\n"
+	want := "id=1 addr=pipe:0 laddr=pipe:0 fd=-1 name= age=10 idle=1 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=incr user=default redir=-1 resp=2 lib-name= lib-ver=\n" +
+		"id=2 addr=pipe:0 laddr=pipe:0 fd=-1 name=bee age=5 idle=3 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client|setname user=default redir=-1 resp=2 lib-name= lib-ver=\n"
 	// CLIENT LIST itself is a's last command by the time it lists.
 	want = strings.Replace(want, "cmd=incr", "cmd=client|list", 1)
 	if got != bulk(want) {

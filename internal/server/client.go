@@ -253,8 +253,10 @@ func (s *Server) sessions(ids []int64) []*session {
 	return out
 }
 
-// clientLine is sess's line of CLIENT LIST, in Redis's field order with
-// the fields counterd has.
+// clientLine is sess's line of CLIENT LIST, with every field of Redis
+// 7.2's line in its order (clients such as redis-py 4 parse some of them
+// as integers and fail without them): the buffer and memory fields
+// counterd does not track read 0, multi -1 and events r.
 func (s *Server) clientLine(sess *session) string {
 	st := &sess.conn
 	now := s.reg.now()
@@ -272,6 +274,7 @@ func (s *Server) clientLine(sess *session) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0",
 		st.id, st.addr, st.addr, st.fd, name, int64(now.Sub(st.created).Seconds()), max(0, int64(idle.Seconds())), st.flags)
+	b.WriteString(" multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
 	b.WriteString(" cmd=" + cmd + " user=default redir=-1 resp=" + strconv.Itoa(proto))
 	b.WriteString(" lib-name=" + libName + " lib-ver=" + libVer)
 	return b.String()

@@ -213,7 +213,7 @@ func TestProtocolReplies(t *testing.T) {
 // clientLine is the CLIENT INFO line of connection 1 after the setup of
 // "client info", in protocol proto.
 func clientLine(proto string) string {
-	return "id=1 addr=pipe:0 laddr=pipe:0 fd=-1 name=app age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 " +
+	return "id=1 addr=pipe:0 laddr=pipe:0 fd=-1 name=app age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r " +
 		"cmd=client|info user=default redir=-1 resp=" + proto + " lib-name=x lib-ver=1\n"
 }
 

@@ -131,7 +131,16 @@ def main():
     step("pipeline", pipeline)
     step("transaction", transaction)
     step("pipeline100k", pipeline100k, BIG_TIMEOUT_S)
+    def client_info():
+        # redis-py 4 parses CLIENT INFO's buffer and memory fields as
+        # integers and failed (KeyError 'argv-mem') before counterd sent
+        # every field of Redis's line.
+        info = r.client_info()
+        expect("CLIENT INFO id", isinstance(info["id"], int) and info["id"] > 0, True)
+        expect("CLIENT INFO argv-mem", info["argv-mem"], 0)
+
     step("flush", flush, BIG_TIMEOUT_S)
+    step("client_info", client_info)
     try:
         r.close()
     except Exception:
