@@ -162,46 +162,74 @@ func TestTargetsExactAcrossKill9(t *testing.T) {
 	for round := range 3 {
 		waitBacklog(1500)
 		app := fmt.Sprintf("victim%d", round)
+		// Hold the row of the post whose key the fold reaches last, and
+		// give that key a slot row no fold can take while the row is
+		// held, so the victim, folding in key order, commits the chunks
+		// before it and then waits for it: killed there, it is mid-pass,
+		// inside a chunk's transaction. (Before, the test killed it once
+		// it saw a second chunk in pg_stat_activity, which a fast machine
+		// could miss.)
+		var last string
+		if err := db.Pool.QueryRow(ctx, `SELECT max('post:' || id || ':likes') FROM posts`).Scan(&last); err != nil {
+			t.Fatal(err)
+		}
+		var postID int
+		if _, err := fmt.Sscanf(last, "post:%d:likes", &postID); err != nil {
+			t.Fatal(err)
+		}
+		held, err := db.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = held.Rollback(ctx) }) // on a failure, before the others wait on it
+		if _, err := held.Exec(ctx, `SELECT FROM posts WHERE id = $1 FOR UPDATE`, postID); err != nil {
+			t.Fatal(err)
+		}
+		bait := []change.Change{{Kind: change.Total, Key: last, Delta: 1}}
+		if _, err := st.ApplyOnce(ctx, store.BatchID{Identity: store.Identity{Instance: "bait"}, Seq: uint64(round + 1)}, bait); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		written[last]++
+		mu.Unlock()
 		victim := exec.Command(binary, "once")
 		victim.Env = []string{"DATABASE_URL=" + withAppName(t, db.URL, app), "ROLLUP_CHUNK=5", "ROLLUP_TARGETS=" + spec}
 		victim.SysProcAttr = diesWithTest(syscall.SysProcAttr{})
+		var victimOut strings.Builder
+		victim.Stdout, victim.Stderr = &victimOut, &victimOut
 		if err := victim.Start(); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan error, 1)
 		go func() { done <- victim.Wait() }()
-		// Watch the victim's backend: once it is in its second chunk
-		// transaction, the first chunk has ended, and it is mid-pass
-		// inside a chunk.
-		var seen []time.Time
 		killed := false
-	watch:
-		for {
+		for deadline := time.Now().Add(time.Minute); !killed; time.Sleep(10 * time.Millisecond) {
 			select {
-			case <-done:
-				break watch
+			case err := <-done:
+				t.Fatalf("round %d: the victim finished (%v) while post %d's row was held:\n%s", round, err, postID, victimOut.String())
 			default:
 			}
-			var xs *time.Time
-			err := db.Pool.QueryRow(ctx, `SELECT max(xact_start) FROM pg_stat_activity
-WHERE application_name = $1 AND (query LIKE '%picked AS MATERIALIZED%' OR query LIKE '%FOR NO KEY UPDATE%')`, app).Scan(&xs)
+			var waiting bool
+			err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
+WHERE application_name = $1 AND wait_event_type = 'Lock')`, app).Scan(&waiting)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if xs != nil && !slices.Contains(seen, *xs) {
-				seen = append(seen, *xs)
-			}
-			if len(seen) >= 2 {
+			if waiting {
 				_ = victim.Process.Signal(syscall.SIGKILL)
 				killed = true
 				<-done
-				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("round %d: the victim never waited for post %d's row", round, postID)
 			}
+		}
+		if err := held.Rollback(ctx); err != nil {
+			t.Fatal(err)
 		}
 		if killed {
 			kills++
 		}
-		t.Logf("round %d: killed=%v after %d transactions seen", round, killed, len(seen))
+		t.Logf("round %d: killed while waiting for post %d's row", round, postID)
 	}
 	if kills == 0 {
 		t.Fatal("no rollup was killed mid-pass; the backlog was folded before the watcher saw a chunk")

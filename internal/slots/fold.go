@@ -170,7 +170,7 @@ func (s *Store) foldPass(ctx context.Context, end position, opts *FoldOptions, r
 		switch {
 		case err == nil:
 			res.add(c, opts)
-			if c.rows < int64(n) {
+			if c.swept < int64(n) {
 				return skipped, nil // swept past end, or every row left is held
 			}
 			cur = c.last
@@ -219,8 +219,13 @@ func (s *Store) foldAlone(ctx context.Context, cur, end position, stamp *time.Ti
 // chunkResult is what one committed chunk moved.
 type chunkResult struct {
 	rows, keys int64
-	last       position // the last row picked, if rows > 0
-	missing    []missing
+	// swept is how many slot rows the chunk went over: those it picked,
+	// or with targets the window it read first (rows of it held by
+	// others are left, as SKIP LOCKED leaves them); fewer than asked
+	// means it swept past the pass's end.
+	swept   int64
+	last    position // the last row picked (with targets: of the window), if swept > 0
+	missing []missing
 }
 
 func (r *FoldResult) add(c chunkResult, opts *FoldOptions) {
@@ -246,8 +251,10 @@ func (s *Store) foldChunk(ctx context.Context, cur, end position, n int, stamp *
 	var attempts int
 	err := s.retry(ctx, &attempts, func() (err error) {
 		if opts.Targets.Len() == 0 {
-			return s.pool.QueryRow(ctx, foldChunk, cur.key, cur.slot, end.key, end.slot, n, stamp).
+			err := s.pool.QueryRow(ctx, foldChunk, cur.key, cur.slot, end.key, end.slot, n, stamp).
 				Scan(&c.rows, &c.keys, &lastKey, &lastSlot)
+			c.swept = c.rows
+			return err
 		}
 		c, lastKey, lastSlot, err = s.foldChunkTargets(ctx, cur, end, n, stamp, opts.Targets)
 		return err

@@ -3,6 +3,7 @@ package slots
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,8 +13,10 @@ import (
 
 // foldChunkMatching is foldChunk that also returns, in key order, the
 // keys it folded that start with a target's prefix ($7), and their
-// folded amounts as numeric text.
-const foldChunkMatching = foldChunkCTE + `
+// folded amounts as numeric text. It picks only slot rows of the keys $8,
+// those whose target rows the transaction already locked (chunkKeys).
+var foldChunkMatching = mustReplace(foldChunkCTE, "\n    ORDER BY key, slot\n    LIMIT $5\n    FOR UPDATE SKIP LOCKED",
+	"\n      AND key = ANY($8::text[])\n    ORDER BY key, slot\n    LIMIT $5\n    FOR UPDATE SKIP LOCKED") + `
 SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM folded),
        (SELECT key FROM last), (SELECT slot FROM last),
        (SELECT array_agg(key ORDER BY key) FROM sums WHERE key ^@ ANY($7::text[])),
@@ -44,16 +47,63 @@ type targetBatch struct {
 	unparsed           []string // keys whose id does not parse
 }
 
+// mustReplace is s with its one old replaced by new; a statement built
+// from another that no longer has old is a bug found at start.
+func mustReplace(s, old, new string) string {
+	if strings.Count(s, old) != 1 {
+		panic("BUG: slots: statement to adapt does not hold its text once")
+	}
+	return strings.Replace(s, old, new, 1)
+}
+
+// chunkWindow reads, without locking anything, the slot rows a chunk
+// after $1, $2 through $3, $4 goes over (at most $5): their keys, how
+// many, and the last of them.
+const chunkWindow = `
+WITH w AS MATERIALIZED (
+    SELECT key, slot FROM counter_slots
+    WHERE (key, slot) > ($1::text, $2::smallint) AND (key, slot) <= ($3::text, $4::smallint)
+    ORDER BY key, slot
+    LIMIT $5
+)
+SELECT coalesce((SELECT array_agg(DISTINCT key) FROM w), '{}'), (SELECT count(*) FROM w),
+       (SELECT key FROM w ORDER BY key DESC, slot DESC LIMIT 1),
+       (SELECT slot FROM w ORDER BY key DESC, slot DESC LIMIT 1)`
+
 // foldChunkTargets is foldChunk with targets: one transaction folds the
 // chunk into counters and adds each matching key's amount to its
 // target's column, one UPDATE per target, so a crash or an error at any
-// point leaves both as they were.
+// point leaves both as they were. It first reads the chunk's keys and
+// locks their target rows, and only then picks (locks) and deletes slot
+// rows, of those keys only: a fold waiting for the app's lock on a row
+// (a transaction of the app's, a LOCK TABLE) holds no slot row, which a
+// writer of the key might need (when every slot row of a key is held, a
+// write adds to one of them and waits for it).
+//
+// The chunk goes over the window of slot rows it read first, and its
+// cursor moves past the window's last row: rows of the window another
+// transaction holds are left for the next pass, as the fold's SKIP
+// LOCKED leaves them, and a key written into the window since is not
+// picked (its target row is not locked).
 func (s *Store) foldChunkTargets(ctx context.Context, cur, end position, n int, stamp *time.Time, set *targets.Set) (c chunkResult, lastKey *string, lastSlot *int16, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		c = chunkResult{}
+		var window []string
+		if err := tx.QueryRow(ctx, chunkWindow, cur.key, cur.slot, end.key, end.slot, n).
+			Scan(&window, &c.swept, &lastKey, &lastSlot); err != nil {
+			return err
+		}
+		if c.swept == 0 {
+			return nil
+		}
+		if err := lockTargets(ctx, tx, set, window); err != nil {
+			return err
+		}
 		var keys, amounts []string
-		err := tx.QueryRow(ctx, foldChunkMatching, cur.key, cur.slot, end.key, end.slot, n, stamp, set.Prefixes()).
-			Scan(&c.rows, &c.keys, &lastKey, &lastSlot, &keys, &amounts)
+		var pickedKey *string
+		var pickedSlot *int16
+		err := tx.QueryRow(ctx, foldChunkMatching, cur.key, cur.slot, *lastKey, *lastSlot, n, stamp, set.Prefixes(), window).
+			Scan(&c.rows, &c.keys, &pickedKey, &pickedSlot, &keys, &amounts)
 		if err != nil {
 			return err
 		}
@@ -99,6 +149,30 @@ func (s *Store) foldChunkTargets(ctx context.Context, cur, end position, n int, 
 		return nil
 	})
 	return c, lastKey, lastSlot, err
+}
+
+// lockTargets locks the target rows of keys, target by target in
+// configuration order (the order the updates take them in).
+func lockTargets(ctx context.Context, tx pgx.Tx, set *targets.Set, keys []string) error {
+	ids := make(map[*targets.Target][]string)
+	for _, key := range keys {
+		t, raw, ok := set.Match(key)
+		if !ok {
+			continue
+		}
+		if id, ok := t.ID(raw); ok {
+			ids[t] = append(ids[t], id)
+		}
+	}
+	for _, t := range set.Targets() {
+		if len(ids[t]) == 0 {
+			continue
+		}
+		if _, err := tx.Exec(ctx, t.LockSQL(), ids[t]); err != nil {
+			return &TargetError{t.String(), err}
+		}
+	}
+	return nil
 }
 
 // updateTarget adds b's amounts to t's column and returns the keys whose

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
 	"github.com/counterd/counterd/internal/store"
@@ -329,5 +331,74 @@ func BenchmarkFoldTargets(b *testing.B) {
 			b.ReportMetric(float64(folded)/b.Elapsed().Seconds(), "rows/s")
 			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+// A fold waiting for the app's lock on a target row holds no slot row: a
+// write of the key goes on meanwhile. With one slot a key, the write must
+// add to the key's one slot row; before, the fold had locked and deleted
+// that row before its target update waited for the app's row lock, so
+// the write waited behind the fold until the app let go (rounds, FLUSH
+// and GET held up to the lock timeout).
+func TestFoldTargetWaitHoldsNoSlotRow(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t, 1)
+	ctx := context.Background()
+	mustExec(t, db, `CREATE TABLE posts (id integer PRIMARY KEY, like_count bigint NOT NULL DEFAULT 0)`)
+	mustExec(t, db, `INSERT INTO posts VALUES (1, 0)`)
+	set := resolvedTargets(t, db, "post:{id}:likes=posts.like_count")
+	id := store.BatchID{Identity: store.Identity{Instance: "w"}}
+	write := func(ctx context.Context) error {
+		id.Seq++
+		_, err := s.ApplyOnce(ctx, id, []change.Change{{Key: "post:1:likes", Kind: change.Total, Delta: 1}})
+		return err
+	}
+	if err := write(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The app holds post 1's row.
+	app, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Rollback(ctx)
+	if _, err := app.Exec(ctx, `SELECT * FROM posts WHERE id = 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	folded := make(chan error, 1)
+	go func() {
+		_, err := s.Fold(ctx, slots.FoldOptions{Targets: set})
+		folded <- err
+	}()
+	// Until the fold waits for the app's row lock.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		var waiting bool
+		if err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%posts%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the fold never waited for the app's row lock")
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := write(wctx); err != nil {
+		t.Fatalf("a write while the fold waits for the app's row: %v; want it to go on (the fold holds no slot row)", err)
+	}
+	if err := app.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-folded; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Fold(ctx, slots.FoldOptions{Targets: set}); err != nil {
+		t.Fatal(err)
+	}
+	if got, col := total(t, db, "post:1:likes"), column(t, db, "posts", "like_count")["1"]; got != 2 || col != "2" {
+		t.Fatalf("after the folds: total %d, like_count %s; want 2 and 2", got, col)
 	}
 }

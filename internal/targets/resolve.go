@@ -66,6 +66,7 @@ func (t *Target) resolve(ctx context.Context, db Querier) error {
 	t.qualified = tbl.schema + "." + tbl.table + "." + t.Column
 	t.update = updateSQL(pgx.Identifier{tbl.schema, tbl.table}.Sanitize(), pgx.Identifier{t.Column}.Sanitize(),
 		pgx.Identifier{pk.name}.Sanitize(), idk.arrayType())
+	t.lock = lockSQL(pgx.Identifier{tbl.schema, tbl.table}.Sanitize(), pgx.Identifier{pk.name}.Sanitize(), idk.arrayType())
 	t.resolved = true
 	return nil
 }
@@ -203,6 +204,27 @@ WITH d AS MATERIALIZED (
     RETURNING t.%[3]s AS id
 )
 SELECT d.id::text FROM d WHERE NOT EXISTS (SELECT FROM u WHERE u.id = d.id)`, tbl, col, pk, arrayType)
+}
+
+// lockSQL locks, in id order, the rows of the ids ($1, text[]) the
+// update will change, as the update's own lock does, and returns nothing.
+func lockSQL(tbl, pk, arrayType string) string {
+	return fmt.Sprintf(`
+SELECT FROM %[1]s AS t
+WHERE t.%[2]s IN (SELECT unnest($1::text[]::%[3]s))
+ORDER BY t.%[2]s
+FOR NO KEY UPDATE OF t`, tbl, pk, arrayType)
+}
+
+// LockSQL is the statement that takes, ahead of UpdateSQL, the row locks
+// it needs for the same ids, so a fold waits for the app's locks before
+// it holds any slot row (a writer of the key may need that row). Resolve
+// must have run.
+func (t *Target) LockSQL() string {
+	if !t.resolved {
+		panic("BUG: targets: LockSQL before Resolve")
+	}
+	return t.lock
 }
 
 // Qualified is the column found in the catalog: schema.table.column.

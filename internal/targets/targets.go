@@ -70,6 +70,7 @@ type Target struct {
 	kind       idKind
 	qualified  string // schema.table.column as found in the catalog
 	update     string // the fold's statement for this target
+	lock       string // the row locks update needs, taken first
 	pkName     string
 	columnType string
 }
