@@ -373,8 +373,11 @@ func TestFoldTargetWaitHoldsNoSlotRow(t *testing.T) {
 	// Until the fold waits for the app's row lock.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		var waiting bool
+		// This test's schema names the table in the fold's statement:
+		// other tests' backends in the database do not count.
 		if err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%posts%')`).Scan(&waiting); err != nil {
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND strpos(query, $1) > 0)`,
+			db.Schema+`"."posts"`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
 		if waiting {
