@@ -3,9 +3,13 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pending"
+	"github.com/counterd/counterd/internal/store"
 	"github.com/counterd/counterd/internal/windows"
 )
 
@@ -96,4 +100,61 @@ func TestPFADDPastPendingLimitSaysSo(t *testing.T) {
 	}
 	c.send(cmd(10))
 	c.expect(":1\r\n")
+}
+
+// blockedStore is emptyStore whose writes wait until open is closed.
+type blockedStore struct {
+	emptyStore
+	open chan struct{}
+}
+
+func (b blockedStore) ApplyOnce(ctx context.Context, id store.BatchID, cs []change.Change) (store.ApplyResult, error) {
+	select {
+	case <-b.open:
+	case <-ctx.Done():
+		return store.ApplyResult{}, ctx.Err()
+	}
+	return b.emptyStore.ApplyOnce(ctx, id, cs)
+}
+
+// With COUNTERD_ACK=commit a PFADD is confirmed only once its round
+// commits: one answered -TIMEOUT (journaled, not committed) does not let
+// the next PFADD of its member go unjournaled; one that committed does.
+func TestPFADDKnownOnlyOnceCommitted(t *testing.T) {
+	t.Parallel()
+	jr := openCounting(t)
+	st := blockedStore{open: make(chan struct{})}
+	buf := pending.New(st, pending.Options{Journal: jr, Interval: time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { _ = buf.Run(ctx, ctx); close(ran) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	c := dialLoop(t, serveUnix(t, New(buf, Options{AckCommit: true, Timeout: time.Second})))
+	pfadd := func() (reply string, appends int64) {
+		t.Helper()
+		before := jr.appends.Load()
+		c.send("PFADD u m\r\n")
+		line, err := c.r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return line, jr.appends.Load() - before
+	}
+	// The database does not commit: -TIMEOUT, journaled each time.
+	for i := range 2 {
+		if line, n := pfadd(); !strings.HasPrefix(line, "-TIMEOUT") || n != 1 {
+			t.Fatalf("PFADD %d while nothing commits: %q, %d appends; want -TIMEOUT, 1 append", i+1, line, n)
+		}
+	}
+	close(st.open)
+	// Once one is answered after its commit, the next is not journaled.
+	for i := 0; ; i++ {
+		line, n := pfadd()
+		if line == ":0\r\n" && n == 0 {
+			break
+		}
+		if n != 1 || i == 100 {
+			t.Fatalf("PFADD after the database answers, try %d: %q, %d appends", i+1, line, n)
+		}
+	}
 }
