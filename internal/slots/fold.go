@@ -302,16 +302,18 @@ FOR UPDATE SKIP LOCKED`
 // $4) into counters, and returns the last one it picked. The sums stay
 // numeric until they are stored, so they never wrap whatever type
 // counters.total has.
-const foldChunk = foldChunkCTE + `
+var foldChunk = foldChunkCTE("") + `
 SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM folded),
        (SELECT key FROM last), (SELECT slot FROM last)`
 
-// foldChunkCTE picks, deletes and folds one chunk's slot rows; the
+// foldChunkCTE picks, deletes and folds one chunk's slot rows, those
+// that also meet and (an SQL condition starting with AND, or empty); the
 // statements built on it say what they return.
-const foldChunkCTE = `
+func foldChunkCTE(and string) string {
+	return `
 WITH picked AS MATERIALIZED (
     SELECT key, slot FROM counter_slots
-    WHERE (key, slot) > ($1::text, $2::smallint) AND (key, slot) <= ($3::text, $4::smallint)
+    WHERE (key, slot) > ($1::text, $2::smallint) AND (key, slot) <= ($3::text, $4::smallint) ` + and + `
     ORDER BY key, slot
     LIMIT $5
     FOR UPDATE SKIP LOCKED
@@ -332,3 +334,4 @@ WITH picked AS MATERIALIZED (
 ), last AS (
     SELECT key, slot FROM picked ORDER BY key DESC, slot DESC LIMIT 1
 )`
+}

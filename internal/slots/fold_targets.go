@@ -3,7 +3,6 @@ package slots
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,11 +13,10 @@ import (
 // foldChunkMatching is foldChunk that also returns, in key order, the
 // keys it folded that start with a target's prefix ($7), and their
 // folded amounts as numeric text. It picks only slot rows of the keys $8,
-// those whose target rows the transaction already locked (chunkKeys).
-var foldChunkMatching = mustReplace(foldChunkCTE, "\n    ORDER BY key, slot\n    LIMIT $5\n    FOR UPDATE SKIP LOCKED",
-	"\n      AND key = ANY($8::text[])\n    ORDER BY key, slot\n    LIMIT $5\n    FOR UPDATE SKIP LOCKED") + `
+// those whose target rows the transaction already locked (chunkWindow);
+// the chunk's cursor is the window's, so it returns no last row.
+var foldChunkMatching = foldChunkCTE("AND key = ANY($8::text[])") + `
 SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM folded),
-       (SELECT key FROM last), (SELECT slot FROM last),
        (SELECT array_agg(key ORDER BY key) FROM sums WHERE key ^@ ANY($7::text[])),
        (SELECT array_agg(n::text ORDER BY key) FROM sums WHERE key ^@ ANY($7::text[]))`
 
@@ -45,15 +43,6 @@ type missing struct {
 type targetBatch struct {
 	keys, ids, amounts []string
 	unparsed           []string // keys whose id does not parse
-}
-
-// mustReplace is s with its one old replaced by new; a statement built
-// from another that no longer has old is a bug found at start.
-func mustReplace(s, old, new string) string {
-	if strings.Count(s, old) != 1 {
-		panic("BUG: slots: statement to adapt does not hold its text once")
-	}
-	return strings.Replace(s, old, new, 1)
 }
 
 // chunkWindow reads, without locking anything, the slot rows a chunk
@@ -96,35 +85,33 @@ func (s *Store) foldChunkTargets(ctx context.Context, cur, end position, n int, 
 		if c.swept == 0 {
 			return nil
 		}
-		if err := lockTargets(ctx, tx, set, window); err != nil {
+		matched := matchTargets(set, window)
+		if err := lockTargets(ctx, tx, set, matched); err != nil {
 			return err
 		}
 		var keys, amounts []string
-		var pickedKey *string
-		var pickedSlot *int16
 		err := tx.QueryRow(ctx, foldChunkMatching, cur.key, cur.slot, *lastKey, *lastSlot, n, stamp, set.Prefixes(), window).
-			Scan(&c.rows, &c.keys, &pickedKey, &pickedSlot, &keys, &amounts)
+			Scan(&c.rows, &c.keys, &keys, &amounts)
 		if err != nil {
 			return err
 		}
 		batches := make(map[*targets.Target]*targetBatch)
 		for i, key := range keys {
-			t, raw, ok := set.Match(key)
+			m, ok := matched[key] // every key picked is the window's
 			if !ok {
 				continue
 			}
-			b := batches[t]
+			b := batches[m.target]
 			if b == nil {
 				b = &targetBatch{}
-				batches[t] = b
+				batches[m.target] = b
 			}
-			id, ok := t.ID(raw)
-			if !ok {
+			if !m.ok {
 				b.unparsed = append(b.unparsed, key)
 				continue
 			}
 			b.keys = append(b.keys, key)
-			b.ids = append(b.ids, id)
+			b.ids = append(b.ids, m.id)
 			b.amounts = append(b.amounts, amounts[i])
 		}
 		// Configuration order, the same in every chunk, so two folds lock
@@ -151,17 +138,36 @@ func (s *Store) foldChunkTargets(ctx context.Context, cur, end position, n int, 
 	return c, lastKey, lastSlot, err
 }
 
-// lockTargets locks the target rows of keys, target by target in
-// configuration order (the order the updates take them in).
-func lockTargets(ctx context.Context, tx pgx.Tx, set *targets.Set, keys []string) error {
-	ids := make(map[*targets.Target][]string)
+// targetMatch is a key's target and the row id in it (ok false for a
+// key whose id does not parse).
+type targetMatch struct {
+	target *targets.Target
+	id     string
+	ok     bool
+}
+
+// matchTargets matches keys against set, once a chunk: lockTargets and
+// the updates use the same matches.
+func matchTargets(set *targets.Set, keys []string) map[string]targetMatch {
+	matched := make(map[string]targetMatch)
 	for _, key := range keys {
 		t, raw, ok := set.Match(key)
 		if !ok {
 			continue
 		}
-		if id, ok := t.ID(raw); ok {
-			ids[t] = append(ids[t], id)
+		id, ok := t.ID(raw)
+		matched[key] = targetMatch{t, id, ok}
+	}
+	return matched
+}
+
+// lockTargets locks the target rows of the matched keys, target by
+// target in configuration order (the order the updates take them in).
+func lockTargets(ctx context.Context, tx pgx.Tx, set *targets.Set, matched map[string]targetMatch) error {
+	ids := make(map[*targets.Target][]string)
+	for _, m := range matched {
+		if m.ok {
+			ids[m.target] = append(ids[m.target], m.id)
 		}
 	}
 	for _, t := range set.Targets() {
