@@ -40,28 +40,21 @@ const maxViewKeys = 4096
 // added before its group is accepted, and the group may fail.
 type uniqueView struct {
 	mu    sync.Mutex
-	byKey map[string]*keyView
+	byKey map[string]*hll.Tracker
 }
 
-// keyView is one key's sketch in the view: what PFADD's reply reads,
-// with the confirmed members marked in it (hll.Tracker.Confirm), so one
-// probe answers both.
-type keyView struct {
-	seen *hll.Tracker
-}
-
-// sketch returns key's sketches, made (with a copy of key) if the view
-// has none, and whether they were made. The caller holds v.mu.
-func (v *uniqueView) sketch(key string) (*keyView, bool) {
-	if kv, ok := v.byKey[key]; ok {
-		return kv, false
+// sketch returns key's sketch, made (with a copy of key) if the view has
+// none, and whether it was made. The caller holds v.mu.
+func (v *uniqueView) sketch(key string) (*hll.Tracker, bool) {
+	if sk, ok := v.byKey[key]; ok {
+		return sk, false
 	}
 	if v.byKey == nil || len(v.byKey) >= maxViewKeys {
-		v.byKey = make(map[string]*keyView)
+		v.byKey = make(map[string]*hll.Tracker)
 	}
-	kv := &keyView{seen: hll.NewTracker()}
-	v.byKey[strings.Clone(key)] = kv
-	return kv, true
+	sk := hll.NewTracker()
+	v.byKey[strings.Clone(key)] = sk
+	return sk, true
 }
 
 // add adds hashes to key's sketch and reports whether the key was new to
@@ -69,46 +62,46 @@ func (v *uniqueView) sketch(key string) (*keyView, bool) {
 func (v *uniqueView) add(key string, hashes ...uint64) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	kv, changed := v.sketch(key)
+	sk, changed := v.sketch(key)
 	for _, h := range hashes {
-		changed = kv.seen.Add(h) || changed
+		changed = sk.Add(h) || changed
 	}
 	return changed
 }
 
 // addOne is PFADD key member's view, with one lookup of key: known says
-// key's confirmed sketch already holds h (nothing is added; see
-// pfaddFast), changed whether the reply sketch changed, as add. skip
-// says not to look at the confirmed sketch (a key with time windows).
+// h is among key's confirmed members (nothing is added; see pfaddFast),
+// changed whether the sketch changed, as add. skip says not to look at
+// the confirmed members (a key with time windows).
 func (v *uniqueView) addOne(key string, h uint64, skip bool) (known, changed bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	kv, made := v.sketch(key)
-	if !skip && kv.seen.Confirmed(h) {
+	sk, made := v.sketch(key)
+	if !skip && sk.Confirmed(h) {
 		return true, false
 	}
-	return false, kv.seen.Add(h) || made
+	return false, sk.Add(h) || made
 }
 
-// confirmed adds h to key's confirmed sketch: a PFADD of it was accepted
-// and confirmed. A key the view has forgotten (it started afresh since)
-// is not kept.
+// confirmed marks h confirmed in key's sketch: a PFADD of it was
+// accepted and confirmed. A key the view has forgotten (it started
+// afresh since) is not kept.
 func (v *uniqueView) confirmed(key string, h uint64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if kv := v.byKey[key]; kv != nil {
-		kv.seen.Confirm(h)
+	if sk := v.byKey[key]; sk != nil {
+		sk.Confirm(h)
 	}
 }
 
 // pfaddFast adds PFADD key member, the common form, to the session's
 // group, as INCR's fast path does, so a pipeline's PFADDs and increments
 // are one journal append and no goroutine switch. The member is journaled
-// unless the view's durable sketch holds it (the view's own sketch is no
+// unless the view has it confirmed (being in the view's sketch is no
 // proof that an earlier PFADD of it was journaled: its group may have
 // failed); its Delta carries the reply, 2 for 1, 1 for 0, and 0 for 0
 // with nothing recorded (reply in group.go; groupReplies confirms the
-// others to the durable sketch). Other forms are left to pfadd.
+// others). Other forms are left to pfadd.
 func (c *session) pfaddFast(spec *cmdSpec, args [][]byte) bool {
 	if len(args) != 3 || checkKey(args[1]) != nil {
 		return false
@@ -279,7 +272,7 @@ func (s *Server) pfmerge(ctx context.Context, out []byte, args [][]byte) []byte 
 }
 
 // windowless reports whether key has no time windows (COUNTERD_WINDOWS),
-// so a member its durable sketch holds is in every sketch PFADD writes.
+// so a member confirmed for it is in every sketch PFADD writes.
 func (c *session) windowless(key string) bool {
 	w := c.s.buf.Windows()
 	return w == nil || w.Match(key) == nil
