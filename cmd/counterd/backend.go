@@ -195,7 +195,11 @@ func (b *backend) migrate(ctx context.Context, log *slog.Logger) error {
 		// Before the proxy's functions are installed: on a partition
 		// that is the proxy they would replace the partition's own.
 		if err := cluster.CheckLayout(ctx, b.proxy, b.parts); err != nil {
-			return settingError("COUNTERD_CLUSTER", err)
+			err = fmt.Errorf("COUNTERD_CLUSTER: %w", err)
+			if errors.Is(err, cluster.ErrBadLayout) {
+				return usageError{err} // a bad declaration: exit 2
+			}
+			return err
 		}
 		return cluster.InstallProxy(ctx, b.proxy, b.cluster)
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/counterd/counterd/internal/admin"
 	"github.com/counterd/counterd/internal/budget"
-	"github.com/counterd/counterd/internal/cluster"
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/database"
 	"github.com/counterd/counterd/internal/glob"
@@ -415,9 +414,6 @@ func (r *running) flush(ctx, flushCtx context.Context) error {
 func settingError(name string, err error) error {
 	err = fmt.Errorf("%s: %w", name, err)
 	if _, ok := errors.AsType[*privdir.Error](err); ok {
-		return usageError{err}
-	}
-	if errors.Is(err, cluster.ErrBadLayout) {
 		return usageError{err}
 	}
 	return err
