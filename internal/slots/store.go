@@ -65,6 +65,8 @@ type Store struct {
 	// expiring is set once any key had an expiry (anyExpiry).
 	expiring atomic.Bool
 	spread   spread
+	// failAfterLanes is a test's fault (fault.go); nil in production.
+	failAfterLanes func() error
 }
 
 // New returns a Store over pool, which must have the schema migrated.

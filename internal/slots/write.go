@@ -123,7 +123,7 @@ func (s *Store) write(ctx context.Context, seq int64, p *part, res *store.ApplyR
 		if err != nil {
 			return err
 		}
-		return s.pool.QueryRow(ctx, roundStatement(parts, expiring), args...).Scan(&res.Updated, &res.Inserted, &doneLanes)
+		return s.roundRow(ctx, roundStatement(parts, expiring), args, &res.Updated, &res.Inserted, &doneLanes) // fault.go
 	})
 	if err != nil {
 		return false, fmt.Errorf("write batch (attempt %d): %w", res.Attempts, err)
@@ -165,6 +165,9 @@ func (s *Store) writeTxOnce(ctx context.Context, seq int64, p *part, res *store.
 		return false, err
 	}
 	if err := s.runWriters(ctx, tx, pl, res); err != nil {
+		return false, err
+	}
+	if err := s.fault(); err != nil { // a test's (fault.go)
 		return false, err
 	}
 	if err := tx.Commit(ctx); err != nil {
