@@ -62,6 +62,8 @@ type bench struct {
 
 	// peerLog is what the peer's workers printed, one per ingest cell.
 	peerLog *os.File
+	// fleetLog is what the fleet section's daemons printed.
+	fleetLog *os.File
 }
 
 // newBench checks the tools, recreates the schema and opens the pool.
@@ -114,7 +116,7 @@ func (b *bench) maxConns() int {
 }
 
 func (b *bench) needsCounterd() bool {
-	if b.cfg.runs("ingest") || b.cfg.runs("latency") || b.cfg.runs("sustain") || b.cfg.runs("windows") || b.cfg.runs("uniques") || b.cfg.runs("partitions") || b.cfg.needsTake() {
+	if b.cfg.runs("ingest") || b.cfg.runs("latency") || b.cfg.runs("sustain") || b.cfg.runs("windows") || b.cfg.runs("uniques") || b.cfg.runs("partitions") || b.cfg.runs("fleet") || b.cfg.needsTake() {
 		return true
 	}
 	return slices.ContainsFunc(b.cfg.Approaches, func(name string) bool {
@@ -141,6 +143,14 @@ func (b *bench) checkConnections(ctx context.Context) error {
 		return usageError{&config.Error{Var: "COUNTERBENCH_CLIENTS",
 			Msg: fmt.Sprintf("needs %d database connections; the server has %d free (max_connections %d)", need, max-reserved-used, max)}}
 	}
+	if !b.cfg.runs("fleet") {
+		return nil
+	}
+	// The poller's connection and the peer's worker besides the pool.
+	if need := b.maxConns() + slices.Max(b.cfg.FleetSizes)*b.fleetDBConns() + 2; need > max-reserved-used {
+		return usageError{&config.Error{Var: "COUNTERBENCH_FLEET_SIZES",
+			Msg: fmt.Sprintf("needs %d database connections (%d a daemon); the server has %d free (max_connections %d)", need, b.fleetDBConns(), max-reserved-used, max)}}
+	}
 	return nil
 }
 
@@ -166,6 +176,9 @@ func (b *bench) close() error {
 	}
 	if b.peerLog != nil {
 		errs = append(errs, b.peerLog.Close())
+	}
+	if b.fleetLog != nil {
+		errs = append(errs, b.fleetLog.Close())
 	}
 	if b.pool != nil {
 		b.pool.Close()
@@ -214,6 +227,7 @@ func (b *bench) run(ctx context.Context) (*report.Report, error) {
 		{"partitions", b.partitions},
 		{"budget", b.budgets},
 		{"tickets", b.ticketsSection},
+		{"fleet", b.fleet},
 	} {
 		if !b.cfg.runs(s.name) {
 			continue
@@ -265,6 +279,9 @@ func (b *bench) cells() int {
 	}
 	if b.cfg.runs("tickets") {
 		n += len(ticketApproaches()) * len(b.cfg.TicketClients)
+	}
+	if b.cfg.runs("fleet") {
+		n += len(b.cfg.FleetKeys) * len(fleetPipelines) * (len(b.cfg.FleetSizes) + 1)
 	}
 	return n
 }

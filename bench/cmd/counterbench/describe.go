@@ -152,6 +152,10 @@ func (b *bench) describeSettings() [][2]string {
 		s = append(s, [2]string{"partitions", fmt.Sprintf("redis-benchmark -c %d -r %d -n %d -P 16, %d runs, interleaved: counterd on plain PostgreSQL (schema %s_plain) and on PL/Proxy clusters of %s partitions (%s --fresh: databases %s_N_proxy, %s_N_p0 ... on the same server); CPU of the whole PostgreSQL server (postmaster and children) per increment committed",
 			ingestClients, ingestKeys, c.PartitionRequests, c.PartitionRuns, c.Schema, intList(c.Partitions), c.ClusterScript, c.Schema, c.Schema)})
 	}
+	if c.runs("fleet") {
+		s = append(s, [2]string{"fleet", fmt.Sprintf("%s counterd daemons (COUNTERD_DB_MAX_CONNS=%d each, logs in %s) sharing %s increments and %d clients (one redis-benchmark a daemon, -c max(1, %d/N)), -r %s, -P 1 and -P 16, and the Redis-buffer-plus-worker pattern under the same load; every cell starts its processes afresh and waits %v before reading PostgreSQL's statistics",
+			intList(c.FleetSizes), b.fleetDBConns(), report.FleetLogFile, report.Thousands(int64(c.FleetRequests)), ingestClients, ingestClients, intList(c.FleetKeys), c.FleetSettle)})
+	}
 	if c.runs("budget") {
 		sizes := make([]string, len(c.BudgetSizes))
 		for i, n := range c.BudgetSizes {

@@ -18,7 +18,7 @@ const logTail = 20
 // removeStaleLogs deletes the servers' logs an earlier run left in the
 // output directory, so every log beside bench.md comes from this run.
 func removeStaleLogs(dir string) error {
-	for _, name := range []string{report.CounterdLogFile, report.RedisLogFile, report.RedisAOFLogFile, report.BudgetLogFile, report.UniquesLogFile, report.PeerWorkerLogFile} {
+	for _, name := range []string{report.CounterdLogFile, report.RedisLogFile, report.RedisAOFLogFile, report.BudgetLogFile, report.UniquesLogFile, report.PeerWorkerLogFile, report.FleetLogFile} {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove stale %s: %w", name, err)
 		}

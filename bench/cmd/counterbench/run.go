@@ -30,7 +30,7 @@ against INCR and redis-server's PFADD, INCRONCE); and bounded budgets
 bench.csv and bench.png (and, for the sustain section, sustain.png and
 sustain.csv; for the budget and tickets sections, budgets.csv) into
 COUNTERBENCH_OUT, and there too everything counterd and redis-server
-print, to counterd.log, counterd-uniques.log, counterd-partitions.log,
+print, to counterd.log, counterd-uniques.log, counterd-partitions.log, counterd-fleet.log,
 counterd-budget.log, redis-server.log and peer-worker.log. "make bench" builds counterd,
 starts a throwaway PostgreSQL and runs this; COUNTERBENCH_SECTIONS=uniques
 make bench runs only the unique counts. The partitions section declares

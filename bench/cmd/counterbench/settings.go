@@ -21,7 +21,7 @@ type settings struct {
 	// of hot.
 	Keyspace   uint64   `env:"COUNTERBENCH_KEYSPACE" envDefault:"1000000" help:"keys that zipf and uniform draw from"`
 	Approaches []string `env:"COUNTERBENCH_APPROACHES" envDefault:"all" help:"approaches to measure, comma-separated, or all"`
-	Sections   []string `env:"COUNTERBENCH_SECTIONS" envDefault:"matrix,ceiling,ingest,latency,sustain,windows,uniques,partitions,budget,tickets" help:"sections to run: matrix, ceiling, ingest, latency, sustain, windows, uniques, partitions, budget, tickets"`
+	Sections   []string `env:"COUNTERBENCH_SECTIONS" envDefault:"matrix,ceiling,ingest,latency,sustain,windows,uniques,partitions,budget,tickets,fleet" help:"sections to run: matrix, ceiling, ingest, latency, sustain, windows, uniques, partitions, budget, tickets, fleet"`
 	Out        string   `env:"COUNTERBENCH_OUT" envDefault:"results" help:"directory for bench.md, bench.csv, bench.png and the servers' logs"`
 	Schema     string   `env:"COUNTERBENCH_SCHEMA" envDefault:"counterbench" help:"schema holding every table of the run, counterd's included"`
 
@@ -74,10 +74,21 @@ type settings struct {
 	BudgetDuration time.Duration `env:"COUNTERBENCH_BUDGET_DURATION" envDefault:"10s" help:"longest a budget or tickets cell runs; it ends earlier once the budget or the tickets are spent"`
 	Tickets        int           `env:"COUNTERBENCH_TICKETS" envDefault:"10000" help:"tickets the owner has in each tickets cell"`
 	TicketClients  []int         `env:"COUNTERBENCH_TICKET_CLIENTS" envDefault:"2,8,32" help:"concurrent draws of one owner in the tickets section"`
+
+	// An app server per daemon: one, a few, a rack, a large web tier.
+	FleetSizes    []int `env:"COUNTERBENCH_FLEET_SIZES" envDefault:"1,4,16,32" help:"numbers of counterd daemons the fleet section runs against one PostgreSQL (1..64)"`
+	FleetRequests int   `env:"COUNTERBENCH_FLEET_REQUESTS" envDefault:"400000" help:"increments of each fleet cell, split over its daemons (a multiple of 16)"`
+	// 1,000 keys: every daemon writes the same popular keys every
+	// round; 100,000: keys that rarely repeat within a round.
+	FleetKeys []int `env:"COUNTERBENCH_FLEET_KEYS" envDefault:"1000,100000" help:"redis-benchmark -r of the fleet section's workloads, comma-separated"`
+	// PostgreSQL 15 flushes an idle backend's statistics up to 10 s
+	// (PGSTAT_IDLE_INTERVAL) after its last transaction: a cell that
+	// read them sooner would count its daemons' start-up as its own.
+	FleetSettle time.Duration `env:"COUNTERBENCH_FLEET_SETTLE" envDefault:"11s" help:"how long a fleet cell waits after starting its processes before it reads PostgreSQL's statistics"`
 }
 
 var (
-	sectionNames = []string{"matrix", "ceiling", "ingest", "latency", "sustain", "windows", "uniques", "partitions", "budget", "tickets"}
+	sectionNames = []string{"matrix", "ceiling", "ingest", "latency", "sustain", "windows", "uniques", "partitions", "budget", "tickets", "fleet"}
 	schemaName   = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 )
 
@@ -151,7 +162,7 @@ func (s *settings) Validate() error {
 	case s.SustainDuration <= 0:
 		return bad("COUNTERBENCH_SUSTAIN_DURATION", "must be positive")
 	}
-	for _, validate := range []func(func(name, format string, args ...any) error) error{s.validateUniques, s.validatePartitions, s.validateBudget} {
+	for _, validate := range []func(func(name, format string, args ...any) error) error{s.validateUniques, s.validatePartitions, s.validateBudget, s.validateFleet} {
 		if err := validate(bad); err != nil {
 			return err
 		}
@@ -238,6 +249,28 @@ func (s *settings) validateBudget(bad func(name, format string, args ...any) err
 		return bad("COUNTERBENCH_BUDGET_DURATION", "must be positive")
 	case s.Tickets < 1:
 		return bad("COUNTERBENCH_TICKETS", "must be at least 1")
+	}
+	return nil
+}
+
+// validateFleet checks the fleet section's settings.
+func (s *settings) validateFleet(bad func(name, format string, args ...any) error) error {
+	if len(s.FleetSizes) == 0 || slices.Min(s.FleetSizes) < 1 || slices.Max(s.FleetSizes) > 64 {
+		return bad("COUNTERBENCH_FLEET_SIZES", "must list daemon counts within 1..64")
+	}
+	slices.Sort(s.FleetSizes)
+	s.FleetSizes = slices.Compact(s.FleetSizes)
+	if len(s.FleetKeys) == 0 || slices.Min(s.FleetKeys) < 1 || slices.Max(s.FleetKeys) > 10_000_000 {
+		return bad("COUNTERBENCH_FLEET_KEYS", "must list key counts within 1..10000000")
+	}
+	s.FleetKeys = slices.Compact(s.FleetKeys)
+	switch {
+	case s.FleetRequests%16 != 0 || s.FleetRequests < 16*slices.Max(s.FleetSizes):
+		// Whole pipelines of 16 for every daemon, as in the ingest
+		// section.
+		return bad("COUNTERBENCH_FLEET_REQUESTS", "must be a multiple of 16, at least 16 for each of the most daemons")
+	case s.FleetSettle < 0:
+		return bad("COUNTERBENCH_FLEET_SETTLE", "must not be negative")
 	}
 	return nil
 }

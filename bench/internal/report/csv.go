@@ -4,6 +4,8 @@ import (
 	"encoding/csv"
 	"io"
 	"strconv"
+	"strings"
+	"time"
 )
 
 // Columns are bench.csv's header. Rates are per second, latencies in
@@ -14,7 +16,10 @@ import (
 // wal_bytes_per_incr and rows_per_round are for uniques rows (see Row),
 // and rounds for them too; partitions and
 // pg_server_cpu_us_per_committed (the whole PostgreSQL server's CPU per
-// increment committed) for partitions rows. The cpu columns are CPU microseconds per
+// increment committed) for partitions rows; daemons, transactions (see
+// Row), daemon_cpu_us_per_own_incr (every daemon's, separated by
+// spaces), the staleness columns (see Staleness) and wal_bytes_per_incr
+// for fleet rows. The cpu columns are CPU microseconds per
 // increment (see CPU): the server measured, counterd's (or the peer's
 // worker's) PostgreSQL backends, the whole PostgreSQL server, and the
 // peer's worker process.
@@ -29,6 +34,8 @@ var Columns = []string{
 	"new", "seen_rows", "wal_bytes_per_incr", "rows_per_round",
 	"partitions", "pg_server_cpu_us_per_committed",
 	"worker_cpu_us_per_incr", "client_cpu_us_per_incr",
+	"daemons", "transactions", "transactions_per_100k", "daemon_cpu_us_per_own_incr",
+	"probes", "staleness_p50_ms", "staleness_p99_ms", "staleness_max_ms",
 	"missing", "note",
 }
 
@@ -103,6 +110,9 @@ func record(r Row) []string {
 				v["pg_server_cpu_us_per_committed"] = f(us, 3)
 			}
 		}
+		if r.Section == Fleet {
+			fleetRecord(r, v)
+		}
 		for col, share := range map[string]Share{
 			"server_cpu_us_per_incr": r.CPU.Server, "pg_cpu_us_per_incr": r.CPU.PG, "pg_server_cpu_us_per_incr": r.CPU.PGServer,
 			"worker_cpu_us_per_incr": r.CPU.Worker, "client_cpu_us_per_incr": r.CPU.Client,
@@ -132,5 +142,27 @@ func uniquesRecord(r Row, v map[string]string) {
 	}
 	if p := r.RowsPerRound(); p >= 0 {
 		v["rows_per_round"] = strconv.FormatFloat(p, 'f', 1, 64)
+	}
+}
+
+// fleetRecord fills the columns only fleet rows have.
+func fleetRecord(r Row, v map[string]string) {
+	f := func(x float64, prec int) string { return strconv.FormatFloat(x, 'f', prec, 64) }
+	ms := func(d time.Duration) string { return f(float64(d)/float64(time.Millisecond), 1) }
+	v["daemons"] = strconv.Itoa(r.Daemons)
+	if r.Transactions >= 0 {
+		v["transactions"], v["transactions_per_100k"] = strconv.FormatInt(r.Transactions, 10), f(r.TransactionsPer100k(), 2)
+	}
+	if w := r.WALPerIncr(); w >= 0 {
+		v["wal_bytes_per_incr"] = f(w, 2)
+	}
+	var each []string
+	for _, us := range r.DaemonMicrosPerOwnIncr() {
+		each = append(each, f(us, 3))
+	}
+	v["daemon_cpu_us_per_own_incr"] = strings.Join(each, " ")
+	v["probes"] = strconv.Itoa(r.Staleness.Probes)
+	if r.Staleness.Probes > 0 {
+		v["staleness_p50_ms"], v["staleness_p99_ms"], v["staleness_max_ms"] = ms(r.Staleness.P50), ms(r.Staleness.P99), ms(r.Staleness.Max)
 	}
 }

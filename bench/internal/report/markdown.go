@@ -25,6 +25,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if len(section(r.Rows, Partitions)) > 0 {
 		fmt.Fprintf(b, ", %s", PartitionsLogFile)
 	}
+	if len(section(r.Rows, Fleet)) > 0 {
+		fmt.Fprintf(b, ", %s", FleetLogFile)
+	}
 	if slices.ContainsFunc(r.Rows, func(x Row) bool { return x.Approach == Peer }) {
 		fmt.Fprintf(b, ", %s", PeerWorkerLogFile)
 	}
@@ -53,6 +56,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	windows(b, r)
 	uniques(b, r)
 	partitions(b, r)
+	fleet(b, r)
 	budgetMarkdown(b, &r.BudgetPart)
 	return b.Flush()
 }

@@ -116,6 +116,15 @@ type Row struct {
 	// Partitions is the PL/Proxy cluster's partition count counterd
 	// wrote through; 0 for plain PostgreSQL. Partitions rows only.
 	Partitions int
+	// Daemons is how many counterd daemons shared the load (0 for the
+	// peer); DaemonCPU each one's own CPU, in the order they started;
+	// Transactions the database's commits and rollbacks during the cell,
+	// less the benchmark's own (-1 when not read); Staleness how long
+	// increments took to show in SQL. Fleet rows only.
+	Daemons      int
+	DaemonCPU    []time.Duration
+	Transactions int64
+	Staleness    Staleness
 	// Missing says the cell could not run, and Note why. Note may also
 	// carry a remark on a cell that ran.
 	Missing bool
@@ -284,6 +293,9 @@ func (r *Report) files() []file {
 	if slices.ContainsFunc(section(r.Rows, Latency), func(x Row) bool { return len(x.Seconds) > 0 }) {
 		out = append(out, file{LatencySecondsFile, WriteSecondsCSV})
 	}
+	if len(section(r.Rows, Fleet)) > 0 {
+		out = append(out, file{FleetChartFile, WriteFleetChart})
+	}
 	if !r.BudgetPart.empty() {
 		out = append(out, file{BudgetCSVFile, func(w io.Writer, r *Report) error { return WriteBudgetCSV(w, &r.BudgetPart) }})
 	}
@@ -300,14 +312,14 @@ func (r *Report) Files() []string {
 }
 
 // Write creates dir and writes the Markdown, CSV and charts into it. It
-// removes sustain and budget files an earlier run left when r has none, so bench.md
+// removes sustain, budget and fleet files an earlier run left when r has none, so bench.md
 // and the files beside it always come from the same run.
 func Write(dir string, r *Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	files := r.files()
-	for _, stale := range []string{SustainChartFile, SustainCSVFile, BudgetCSVFile, LatencySecondsFile} {
+	for _, stale := range []string{SustainChartFile, SustainCSVFile, BudgetCSVFile, LatencySecondsFile, FleetChartFile} {
 		if !slices.ContainsFunc(files, func(f file) bool { return f.name == stale }) {
 			if err := os.Remove(filepath.Join(dir, stale)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("remove stale %s: %w", stale, err)
