@@ -92,3 +92,10 @@ func (s *clusterStore) Lease(ctx context.Context, key string, units int64) (int6
 func (s *clusterStore) Budget(ctx context.Context, key string) (granted, leased int64, err error) {
 	return s.parts[cluster.Partition(key, len(s.parts))].Budget(ctx, key)
 }
+
+// FailWrites fails the writes of every partition.
+func (s *clusterStore) FailWrites(err error) {
+	for _, p := range s.parts {
+		p.FailWrites(err)
+	}
+}

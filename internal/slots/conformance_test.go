@@ -105,3 +105,11 @@ func (s *pgStore) Budget(ctx context.Context, key string) (granted, leased int64
 	t, err := budget.NewStore(s.db.Pool).Read(ctx, key)
 	return t.Granted, t.Leased, err
 }
+
+func (s *pgStore) FailWrites(err error) {
+	if err == nil {
+		s.failAfterLanes = nil
+		return
+	}
+	s.failAfterLanes = func() error { return err }
+}

@@ -1,14 +1,16 @@
 // Package storetest is the conformance suite every store.Store passes:
 // Exercise runs the contract of internal/store (exactly-once rounds,
 // replays, reads with pending rounds, every kind, overflow, SET and
-// EXPIRE ordering, budget grants, concurrent writers, fencing) as
-// parallel subtests against stores a Harness opens.
+// EXPIRE ordering, budget grants, concurrent writers, fencing, writes
+// failed before commit) as parallel subtests against stores a Harness
+// opens.
 //
 // The one idea to hold first: the suite sees a store only through
 // store.Store and the few operations of Store below that a daemon never
 // calls but a test needs (fold, a partly committed round, a takeover, a
-// budget lease). A new store implements those in its own test package,
-// usually in a few lines over its own setup, and calls Exercise:
+// budget lease, a write that fails before it commits). A new store
+// implements those in its own test package, usually in a few lines over
+// its own setup, and calls Exercise:
 //
 //	func TestConformance(t *testing.T) {
 //		t.Parallel()
@@ -65,6 +67,14 @@ type Store interface {
 
 	// Budget returns budget key's units granted and units leased.
 	Budget(ctx context.Context, key string) (granted, leased int64, err error)
+
+	// FailWrites makes every write of a round fail with err at the last
+	// moment it can: after the write advanced its lanes' watermarks and
+	// wrote its changes, inside the transaction that must commit them
+	// together, before it commits (for PostgreSQL, a connection lost at
+	// COMMIT). FailWrites(nil) ends it. The suite calls it only while
+	// no round is being written.
+	FailWrites(err error)
 }
 
 // Exercise runs the whole suite against stores h opens. Every subtest
@@ -84,6 +94,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"Grants", grants},
 		{"Concurrent", concurrent},
 		{"Fenced", fenced},
+		{"Faults", faults},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
