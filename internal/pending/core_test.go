@@ -5,15 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
-
-	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/pending"
-	"github.com/counterd/counterd/internal/pgtest"
-	"github.com/counterd/counterd/internal/slots"
 	"github.com/counterd/counterd/internal/store"
 )
 
@@ -78,41 +73,8 @@ func TestGroupChecksRepeatedKeys(t *testing.T) {
 // committed lanes twice until the retry succeeded.)
 func TestGetExactWithHalfCommittedRound(t *testing.T) {
 	t.Parallel()
-	db := pgtest.New(t, pgtest.Options{})
-	ctx := context.Background()
-	// A real failure in one transaction: a trigger refuses the poison key
-	// while the fault is on.
-	for _, sql := range []string{
-		`CREATE TABLE fault (armed boolean NOT NULL)`,
-		`INSERT INTO fault VALUES (true)`,
-		`CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
-		 BEGIN
-		     IF NEW.key = 'poison' AND (SELECT armed FROM fault) THEN
-		         RAISE EXCEPTION 'injected failure';
-		     END IF;
-		     RETURN NEW;
-		 END $$`,
-		`CREATE TRIGGER refuse_poison BEFORE INSERT ON counter_slots FOR EACH ROW EXECUTE FUNCTION refuse_poison()`,
-	} {
-		if _, err := db.Pool.Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st, err := slots.New(db.Pool, slots.Options{Writers: 2, SplitAlways: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := metrics.NewSet()
-	b := pending.New(st, pending.Options{Interval: time.Hour, Metrics: set})
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error)
-	go func() { done <- b.Run(rctx, pending.DrainAfter(rctx, 10*time.Second)) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	h := startHalfCommitted(t, pending.Options{}) // read_merge_test.go
+	b, ctx := h.b, context.Background()
 	// Enough keys for two transactions (one per 2,000 keys).
 	keys := make([]string, 4500)
 	for i := range keys {
@@ -124,25 +86,8 @@ func TestGetExactWithHalfCommittedRound(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Wait until a round has half committed: one transaction's rows are
-	// in, the poisoned one failed. However slow the machine, every Flush
-	// times out while the fault is armed.
-	var stored int
-	for start := time.Now(); stored == 0; {
-		if time.Since(start) > time.Minute {
-			t.Fatal("no transaction of the round committed within a minute")
-		}
-		fctx, fcancel := context.WithTimeout(ctx, 300*time.Millisecond)
-		if err := b.Flush(fctx); err == nil {
-			t.Fatal("Flush with the fault armed: got nil; want a timeout")
-		}
-		fcancel()
-		if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM counter_slots`).Scan(&stored); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if stored == len(keys) {
-		t.Fatalf("slot rows of the half-committed round: got all %d; want some", stored)
+	if stored := len(h.wait(t)); stored == len(keys) {
+		t.Fatalf("keys of the half-committed round stored: got all %d; want some", stored)
 	}
 	check := func(when string) {
 		t.Helper()
@@ -164,9 +109,7 @@ func TestGetExactWithHalfCommittedRound(t *testing.T) {
 		}
 	}
 	check("half committed")
-	if _, err := db.Pool.Exec(ctx, `UPDATE fault SET armed = false`); err != nil {
-		t.Fatal(err)
-	}
+	h.disarm()
 	if err := b.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -64,15 +64,24 @@ func (b *Buffer) Value(ctx context.Context, k change.Kind, key string) (Estimate
 	return estimate(key, foldHeld(r, mem[0], snap.Marks, store.LaneOf(key))), nil
 }
 
+// added is the exactly-once merge of every pending read (Estimates,
+// Value, Buckets, Top, Members, BucketMembers): a held round's change is
+// added to what the store returned only if the round is above its lane's
+// watermark as the store's read saw it (marks, one per identity of the
+// read; lane, the key's). At or below it, the round committed after the
+// read took it from memory, and the store's value has it already.
+func (h held) added(marks []store.Marks, lane int) bool {
+	return h.id.Seq > marks[h.ident][lane]
+}
+
 // foldHeld folds into r, oldest first, the nets a read found in memory
 // that the store had not committed when it read (marks, of the key's
 // lane).
 func foldHeld(r change.Reading, hs []held, marks []store.Marks, lane int) change.Reading {
 	for _, h := range hs {
-		if h.id.Seq <= marks[h.ident][lane] {
-			continue // committed after this read took it from memory
+		if h.added(marks, lane) {
+			r.Fold(h.net)
 		}
-		r.Fold(h.net)
 	}
 	return r
 }

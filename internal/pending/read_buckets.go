@@ -35,8 +35,8 @@ func (b *Buffer) Buckets(ctx context.Context, key string, k change.Kind, n int) 
 	}
 	for i, hs := range mem {
 		for _, h := range hs {
-			if h.id.Seq <= snap.Marks[h.ident][lane] {
-				continue // committed after this read took it from memory
+			if !h.added(snap.Marks, lane) {
+				continue
 			}
 			if sums[i] == nil {
 				sums[i] = new(big.Int)
@@ -135,7 +135,7 @@ func (b *Buffer) Top(ctx context.Context, prefix string, k change.Kind, buckets,
 		s := big.NewInt(snap.Keys[i])
 		lane, marks := store.LaneOf(key), snap.MarksOf(i)
 		for _, h := range mem[i] {
-			if h.id.Seq > marks[h.ident][lane] {
+			if h.added(marks, lane) {
 				s.Add(s, big.NewInt(h.net.N))
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/store"
 )
 
 // Members: reads of a kind whose cells are a key's members (a change's
@@ -14,6 +15,8 @@ import (
 // union. Union is idempotent, so such a read needs no watermarks: it takes
 // what this daemon holds first, then what the store has, and a round
 // committed in between is in both, which is harmless, never in neither.
+// It merges as every pending read does (held.added), as a read to which
+// the store had committed no round.
 
 // MemberStore is a store that keeps members: it returns each key's stored
 // value of kind k (nil for a key with none).
@@ -57,13 +60,20 @@ func (b *Buffer) scanMembers(keys []string, match func(id change.ID) (string, bo
 		}
 	}
 	out := make([][]int64, len(keys))
-	scan := func(cs cells) {
+	var (
+		ids []store.Identity
+		// unread is the watermarks of a read that took none: to the
+		// merge, the store had committed no round.
+		unread []store.Marks
+	)
+	scan := func(rid store.BatchID, cs cells) {
+		h := held{id: rid, ident: identIndex(&ids, rid.Identity)}
 		for id := range cs.other {
 			key, ok := match(id)
 			if !ok {
 				continue
 			}
-			if i, ok := index[key]; ok {
+			if i, ok := index[key]; ok && h.added(unread, store.LaneOf(id.Key)) {
 				out[i] = append(out[i], id.Bucket)
 			}
 		}
@@ -71,13 +81,16 @@ func (b *Buffer) scanMembers(keys []string, match func(id change.ID) (string, bo
 	a := b.acc
 	a.lockAll()
 	defer a.unlockAll()
-	for _, r := range b.flusher.queued() {
+	rounds := b.flusher.queued()
+	unread = make([]store.Marks, len(rounds)+1) // at most one identity a round
+	for _, r := range rounds {
 		for _, cs := range r.parts {
-			scan(cs)
+			scan(r.id, cs)
 		}
 	}
+	acc := store.BatchID{Identity: a.id, Seq: a.seq()}
 	for _, cs := range a.parts() {
-		scan(cs)
+		scan(acc, cs)
 	}
 	for i, key := range keys { // a key asked twice gets the same members
 		if j := index[key]; j != i {
