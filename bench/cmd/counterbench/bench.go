@@ -62,8 +62,11 @@ type bench struct {
 
 	// peerLog is what the peer's workers printed, one per ingest cell.
 	peerLog *os.File
-	// fleetLog is what the fleet section's daemons printed.
-	fleetLog *os.File
+	// fleetLog is what the fleet section's daemons printed; fleetURL and
+	// fleetPool reach the fleet section's own database.
+	fleetLog  *os.File
+	fleetURL  string
+	fleetPool *pgxpool.Pool
 }
 
 // newBench checks the tools, recreates the schema and opens the pool.
@@ -179,6 +182,9 @@ func (b *bench) close() error {
 	}
 	if b.fleetLog != nil {
 		errs = append(errs, b.fleetLog.Close())
+	}
+	if b.fleetPool != nil {
+		b.fleetPool.Close()
 	}
 	if b.pool != nil {
 		b.pool.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/counterd/counterd/bench/internal/peer"
 	"github.com/counterd/counterd/bench/internal/process"
 	"github.com/counterd/counterd/bench/internal/report"
+	"github.com/counterd/counterd/internal/database"
 )
 
 // fleetPipelines are the fleet section's depths: unpipelined, as an app
@@ -38,6 +40,9 @@ func (b *bench) fleet(ctx context.Context) error {
 		return err
 	}
 	b.fleetLog = log
+	if err := b.openFleetDatabase(ctx); err != nil {
+		return err
+	}
 	setups := append(slices.Clone(b.cfg.FleetSizes), 0) // 0: the peer
 	group := 0
 	for _, keys := range b.cfg.FleetKeys {
@@ -137,7 +142,12 @@ func (b *bench) fleetCounterd(ctx context.Context, tool string, keys int, row *r
 	defer func() { err = errors.Join(err, stop()) }()
 	for i := range row.Daemons {
 		dir := filepath.Join(b.tmp, fmt.Sprintf("fleet%d-%d", seq, i))
-		d, err := b.spawnCounterd(ctx, dir, b.fleetLog, "COUNTERD_DB_MAX_CONNS="+strconv.Itoa(b.fleetDBConns()))
+		// spawnCounterd's application_name, on the fleet's database.
+		url, err := withParam(b.fleetURL, "application_name", "counterbench-"+filepath.Base(dir))
+		if err != nil {
+			return err
+		}
+		d, err := b.spawnCounterd(ctx, dir, b.fleetLog, "DATABASE_URL="+url, "COUNTERD_DB_MAX_CONNS="+strconv.Itoa(b.fleetDBConns()))
 		if err != nil {
 			return err
 		}
@@ -214,13 +224,13 @@ func (b *bench) fleetPeer(ctx context.Context, tool string, keys int, row *repor
 		row.Missing, row.Note = true, why
 		return nil
 	}
-	if err := peer.CreateTable(ctx, b.pool); err != nil {
+	if err := peer.CreateTable(ctx, b.fleetPool); err != nil {
 		return fmt.Errorf("create %s: %w", peer.Table, err)
 	}
 	if err := srv.ctl.FlushAll(ctx).Err(); err != nil {
 		return fmt.Errorf("FLUSHALL: %w", err)
 	}
-	w, err := b.startPeerWorker(ctx, srv.socket)
+	w, err := b.startPeerWorker(ctx, srv.socket, b.fleetURL)
 	if err != nil {
 		return err
 	}
@@ -292,7 +302,7 @@ const fleetStatsQuery = `SELECT
 // idle backend's up to 10 s late), takes the first readings and starts
 // the probes, which send with send.
 func (m *fleetMeter) start(ctx context.Context, seq uint64, send func(ctx context.Context, i int, key string) error) error {
-	url, err := withParam(m.b.url, "application_name", fleetPollerApp)
+	url, err := withParam(m.b.fleetURL, "application_name", fleetPollerApp)
 	if err != nil {
 		return err
 	}
@@ -408,7 +418,7 @@ func (m *fleetMeter) finish(ctx context.Context, row *report.Row, stop func() er
 		return err
 	}
 	var after fleetStats
-	if err := m.b.pool.QueryRow(ctx, fleetStatsQuery, m.b.cfg.Schema).Scan(&after.rows, &after.xacts); err != nil {
+	if err := m.b.fleetPool.QueryRow(ctx, fleetStatsQuery, m.b.cfg.Schema).Scan(&after.rows, &after.xacts); err != nil {
 		return fmt.Errorf("read PostgreSQL's statistics: %w", err)
 	}
 	row.RowsWritten = after.rows - m.before.rows
@@ -440,7 +450,7 @@ func (b *bench) waitBackendsGone(ctx context.Context, apps []string) error {
 	deadline := time.Now().Add(backendsGoneTimeout)
 	for {
 		var n int
-		if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = ANY($1)`, apps).Scan(&n); err != nil {
+		if err := b.fleetPool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = ANY($1)`, apps).Scan(&n); err != nil {
 			return fmt.Errorf("count the cell's backends: %w", err)
 		}
 		if n == 0 {
@@ -455,4 +465,52 @@ func (b *bench) waitBackendsGone(ctx context.Context, apps []string) error {
 		case <-time.After(backendPoll / 10):
 		}
 	}
+}
+
+// openFleetDatabase creates, afresh, a database of the fleet section's own
+// on the run's server (COUNTERBENCH_SCHEMA_fleet, holding the schema
+// COUNTERBENCH_SCHEMA), so that pg_stat_database counts the cells'
+// transactions and no other client's of DATABASE_URL's database.
+func (b *bench) openFleetDatabase(ctx context.Context) error {
+	name := fleetDatabase(b.cfg.Schema)
+	admin, err := pgx.Connect(ctx, b.cfg.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("connect to DATABASE_URL: %w", err)
+	}
+	defer admin.Close(context.WithoutCancel(ctx))
+	id := pgx.Identifier{name}.Sanitize()
+	b.progress.note("creating database " + name + " for the fleet section")
+	for _, q := range []string{"DROP DATABASE IF EXISTS " + id + " WITH (FORCE)", "CREATE DATABASE " + id} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	url, err := withDatabase(b.cfg.DatabaseURL, name)
+	if err != nil {
+		return err
+	}
+	if err := resetSchema(ctx, url, b.cfg.Schema); err != nil {
+		return err
+	}
+	if b.fleetURL, err = withSearchPath(url, b.cfg.Schema); err != nil {
+		return err
+	}
+	b.fleetPool, err = database.Open(b.fleetURL, database.Options{MaxConns: 4})
+	return err
+}
+
+// fleetDatabase names the fleet section's database.
+func fleetDatabase(schema string) string { return schema + "_fleet" }
+
+// withDatabase is conn, a URL or a DSN, naming database name instead.
+func withDatabase(conn, name string) (string, error) {
+	if strings.HasPrefix(conn, "postgres://") || strings.HasPrefix(conn, "postgresql://") {
+		u, err := url.Parse(conn)
+		if err != nil {
+			return "", errors.New("DATABASE_URL is not a valid PostgreSQL URL")
+		}
+		u.Path, u.RawPath = "/"+name, ""
+		return u.String(), nil
+	}
+	return conn + " dbname=" + name, nil // the last keyword wins
 }

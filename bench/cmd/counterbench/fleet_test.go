@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/counterd/counterd/bench/internal/report"
 	"github.com/counterd/counterd/internal/pgtest"
 )
@@ -33,6 +35,14 @@ func TestFleetShares(t *testing.T) {
 	f(400000, 4, 100000, 100000, 100000, 100000)
 	f(400000, 32, append(slices.Repeat([]int{12512}, 8), slices.Repeat([]int{12496}, 24)...)...)
 	f(48, 2, 32, 16)
+	for _, c := range []struct{ in, want string }{
+		{"postgres://u@/counterd?host=/tmp&port=5440", "postgres://u@/x_fleet?host=/tmp&port=5440"},
+		{"host=/tmp dbname=counterd", "host=/tmp dbname=counterd dbname=x_fleet"},
+	} {
+		if got, err := withDatabase(c.in, "x_fleet"); err != nil || got != c.want {
+			t.Errorf("withDatabase(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
 	if got := []int{fleetClients(1), fleetClients(4), fleetClients(16), fleetClients(32), fleetClients(64)}; !slices.Equal(got, []int{50, 12, 3, 1, 1}) {
 		t.Errorf("clients a daemon: got %v; want 50, 12, 3, 1, 1", got)
 	}
@@ -48,6 +58,12 @@ func TestFleetShares(t *testing.T) {
 // would see.
 func TestFleetShort(t *testing.T) {
 	db := pgtest.New(t, pgtest.Options{NoMigrate: true, MaxConns: 2})
+	t.Cleanup(func() {
+		q := "DROP DATABASE IF EXISTS " + pgx.Identifier{fleetDatabase(db.Schema)}.Sanitize() + " WITH (FORCE)"
+		if _, err := db.Pool.Exec(context.Background(), q); err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+	})
 	out := t.TempDir()
 	env := append(shortEnv(t, db, out),
 		"COUNTERBENCH_SECTIONS=fleet",

@@ -65,7 +65,7 @@ func (b *bench) peerCell(ctx context.Context, tool string, row *report.Row) erro
 	if err != nil {
 		return fmt.Errorf("sum %s: %w", peer.Table, err)
 	}
-	w, err := b.startPeerWorker(ctx, srv.socket)
+	w, err := b.startPeerWorker(ctx, srv.socket, b.url)
 	if err != nil {
 		return err
 	}
@@ -99,13 +99,14 @@ func (b *bench) peerCell(ctx context.Context, tool string, row *report.Row) erro
 }
 
 // startPeerWorker starts the worker on redis-server's socket and the
-// run's schema, logging into the run's peer-worker.log.
-func (b *bench) startPeerWorker(ctx context.Context, socket string) (*process.Process, error) {
+// database dbURL names (with the run's schema), logging into the run's
+// peer-worker.log.
+func (b *bench) startPeerWorker(ctx context.Context, socket, dbURL string) (*process.Process, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find counterbench's executable for the peer's worker: %w", err)
 	}
-	url, err := withParam(b.url, "application_name", peerWorkerApp)
+	url, err := withParam(dbURL, "application_name", peerWorkerApp)
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,8 @@ counterd-budget.log, redis-server.log and peer-worker.log. "make bench" builds c
 starts a throwaway PostgreSQL and runs this; COUNTERBENCH_SECTIONS=uniques
 make bench runs only the unique counts. The partitions section declares
 PL/Proxy clusters with scripts/cluster.sh (databases SCHEMA_N_proxy and
-SCHEMA_N_p0 ... on DATABASE_URL's server, dropped and recreated).
+SCHEMA_N_p0 ... on DATABASE_URL's server, dropped and recreated); the
+fleet section, a database of its own there (SCHEMA_fleet, likewise).
 
 Settings come from the environment:
 

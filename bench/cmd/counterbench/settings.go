@@ -271,6 +271,8 @@ func (s *settings) validateFleet(bad func(name, format string, args ...any) erro
 		return bad("COUNTERBENCH_FLEET_REQUESTS", "must be a multiple of 16, at least 16 for each of the most daemons")
 	case s.FleetSettle < 0:
 		return bad("COUNTERBENCH_FLEET_SETTLE", "must not be negative")
+	case s.runs("fleet") && len(fleetDatabase(s.Schema)) > 63:
+		return bad("COUNTERBENCH_SCHEMA", "%q is too long to name the fleet section's database", s.Schema)
 	}
 	return nil
 }
