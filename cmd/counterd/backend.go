@@ -201,7 +201,12 @@ func (b *backend) migrate(ctx context.Context, log *slog.Logger) error {
 			}
 			return err
 		}
-		return cluster.InstallProxy(ctx, b.proxy, b.cluster)
+		missing, err := cluster.InstallProxy(ctx, b.proxy, b.cluster)
+		if len(missing) > 0 {
+			log.Warn("the proxy's database has no hll extension and this role may not create it: CREATE EXTENSION hll there as a superuser, then start counterd again",
+				"left_out", missing)
+		}
+		return err
 	}
 	return nil
 }

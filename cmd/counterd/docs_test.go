@@ -178,7 +178,7 @@ func TestDocsListEveryCommand(t *testing.T) {
 // headings, comments and code are not prose.
 func TestDocsParagraphsEndSentences(t *testing.T) {
 	t.Parallel()
-	notProse := regexp.MustCompile(`^(\||#|- |\* |\d+\. | {4}|<|!\[)`)
+	notProse := regexp.MustCompile(`^(\||#|- |\* |\d+\. | {4}| *<|!\[)`)
 	ends := regexp.MustCompile("([.:!?)]|[.:]`|\\.\\*\\*)$")
 	for _, page := range docPages(t) {
 		var para []string

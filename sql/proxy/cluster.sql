@@ -1,9 +1,11 @@
--- The read interface on a PL/Proxy cluster's proxy database: the same
--- names as on one database (docs/sql.md), as PL/Proxy functions over the
--- partitions' own. counterd migrate (and counterd at start) runs this in
--- the DATABASE_URL schema with COUNTERD_CLUSTER set, with :cluster
--- replaced by the cluster's name (a plain identifier, checked). Every
--- statement replaces what was there, so running it again is harmless.
+-- The read interface on a PL/Proxy cluster's proxy database, and
+-- budget_add: every function and view of docs/sql.md under the same name
+-- and types as on one database, as PL/Proxy functions over the
+-- partitions' own (TestSQLDocExamples compares them). counterd migrate
+-- (and counterd at start) runs this in the DATABASE_URL schema with
+-- COUNTERD_CLUSTER set, with :cluster replaced by the cluster's name (a
+-- plain identifier, checked). Every statement replaces what was there, so
+-- running it again is harmless.
 --
 -- Each names its partition function (TARGET) without a schema, so a
 -- partition finds it on its own search_path, whatever schema the proxy's
@@ -17,6 +19,20 @@
 
 CREATE OR REPLACE FUNCTION counter_totals(keys text[]) RETURNS TABLE (key text, total bigint)
 LANGUAGE plproxy AS $$ CLUSTER ':cluster'; SPLIT keys; RUN ON hashtext(keys); TARGET counter_totals; $$;
+
+CREATE OR REPLACE FUNCTION counter_estimates(keys text[])
+RETURNS TABLE (key text, total bigint, exact boolean, variance double precision, error95 bigint)
+LANGUAGE plproxy AS $$ CLUSTER ':cluster'; SPLIT keys; RUN ON hashtext(keys); TARGET counter_estimates; $$;
+
+CREATE OR REPLACE FUNCTION counter_unfolded(keys text[]) RETURNS TABLE (key text, unfolded numeric)
+LANGUAGE plproxy AS $$ CLUSTER ':cluster'; SPLIT keys; RUN ON hashtext(keys); TARGET counter_unfolded; $$;
+
+CREATE OR REPLACE FUNCTION counter_unique_sketch_text(keys text[]) RETURNS TABLE (key text, sketch text)
+LANGUAGE plproxy AS $$ CLUSTER ':cluster'; SPLIT keys; RUN ON hashtext(keys); TARGET counter_unique_sketch_text; $$;
+
+CREATE OR REPLACE FUNCTION counter_unique_bucket_sketch_text(keys text[], width smallint, since timestamptz, until timestamptz)
+RETURNS TABLE (key text, sketch text)
+LANGUAGE plproxy AS $$ CLUSTER ':cluster'; SPLIT keys; RUN ON hashtext(keys); TARGET counter_unique_bucket_sketch_text; $$;
 
 CREATE OR REPLACE FUNCTION counter_uniques(keys text[]) RETURNS TABLE (key text, estimate double precision)
 LANGUAGE plproxy AS $$ CLUSTER ':cluster'; SPLIT keys; RUN ON hashtext(keys); TARGET counter_uniques; $$;
@@ -71,7 +87,83 @@ $$;
 
 CREATE OR REPLACE VIEW budget_totals AS SELECT * FROM budget_totals_all();
 
+-- budget_add runs on the budget's partition and commits there when it
+-- returns (PL/Proxy's remote call is its own transaction): a rollback of
+-- the caller's transaction does not undo it.
+CREATE OR REPLACE FUNCTION budget_add(k text, n bigint) RETURNS bigint
+LANGUAGE plproxy AS $$ CLUSTER ':cluster'; RUN ON hashtext(k); TARGET budget_add; $$;
+
+-- The views: every partition's rows, each partition from its own
+-- snapshot. A filter on key is applied here, after every partition has
+-- sent all its rows, so a key's rows are read faster through the
+-- functions of keys above.
+
 CREATE OR REPLACE FUNCTION counter_totals_all() RETURNS TABLE (key text, total bigint)
 LANGUAGE plproxy AS $$ CLUSTER ':cluster'; RUN ON ALL; SELECT key, total FROM counter_totals; $$;
 
 CREATE OR REPLACE VIEW counter_totals AS SELECT * FROM counter_totals_all();
+
+CREATE OR REPLACE FUNCTION counter_estimates_all()
+RETURNS TABLE (key text, total bigint, exact boolean, variance double precision, error95 bigint)
+LANGUAGE plproxy AS $$
+    CLUSTER ':cluster'; RUN ON ALL;
+    SELECT key, total, exact, variance, error95 FROM counter_estimates;
+$$;
+
+CREATE OR REPLACE VIEW counter_estimates AS SELECT * FROM counter_estimates_all();
+
+CREATE OR REPLACE FUNCTION counter_overflows_all() RETURNS TABLE (key text, total numeric)
+LANGUAGE plproxy AS $$ CLUSTER ':cluster'; RUN ON ALL; SELECT key, total FROM counter_overflows; $$;
+
+CREATE OR REPLACE VIEW counter_overflows AS SELECT * FROM counter_overflows_all();
+
+CREATE OR REPLACE FUNCTION counter_buckets_all()
+RETURNS TABLE (key text, width text, bucket_start timestamptz, total bigint)
+LANGUAGE plproxy AS $$
+    CLUSTER ':cluster'; RUN ON ALL;
+    SELECT key, width, bucket_start, total FROM counter_buckets;
+$$;
+
+CREATE OR REPLACE VIEW counter_buckets AS SELECT * FROM counter_buckets_all();
+
+-- counter_unique_buckets' sketches are of the hll extension's type, so the
+-- proxy's database needs the extension too: used where it is installed,
+-- created where the server has it and this role may (as on a partition,
+-- sql/014_uniques.up.sql). Without it the view is left out (InstallProxy
+-- reports it); counter_uniques_since and counter_unique_bucket_sketch_text
+-- (text) read the same sketches without it.
+DO $do$
+DECLARE
+    ext_schema text;
+BEGIN
+    SELECT n.nspname INTO ext_schema
+    FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+    WHERE e.extname = 'hll';
+    IF ext_schema IS NULL THEN
+        BEGIN
+            IF EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = 'public') THEN
+                CREATE EXTENSION hll SCHEMA public;
+            ELSE
+                CREATE EXTENSION hll;
+            END IF;
+        EXCEPTION
+            WHEN insufficient_privilege OR undefined_file THEN
+                RETURN;
+            WHEN unique_violation OR duplicate_object THEN
+                NULL; -- created concurrently
+        END;
+        SELECT n.nspname INTO ext_schema
+        FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+        WHERE e.extname = 'hll';
+    END IF;
+    EXECUTE format($f$
+        CREATE OR REPLACE FUNCTION counter_unique_buckets_all()
+        RETURNS TABLE (key text, width text, bucket_start timestamptz, sketch %I.hll)
+        LANGUAGE plproxy AS $$
+            CLUSTER ':cluster'; RUN ON ALL;
+            SELECT key, width, bucket_start, sketch FROM counter_unique_buckets;
+        $$
+    $f$, ext_schema);
+    CREATE OR REPLACE VIEW counter_unique_buckets AS SELECT * FROM counter_unique_buckets_all();
+END
+$do$;
