@@ -92,9 +92,10 @@ func (r *Reader) short(limit int) error {
 
 // header parses the decimal in the "*<n>\r\n" or "$<n>\r\n" line whose type
 // byte is at buf[i]. It returns n and the index just past the line, or
-// next=-1 when the line runs off the end of buf. ok is false unless the
-// number is 0..max, or -1 when allowMinusOne is set, and is written without
-// '+' or leading zeros; over says it failed only for being past max.
+// next=-1 when the line runs off the end of buf and could still end well.
+// ok is false unless the number is 0..max, or -1 when allowMinusOne is
+// set, and is written without '+' or leading zeros; over says it failed
+// only for being past max.
 func header(buf []byte, i, max int, allowMinusOne bool) (n, next int, ok, over bool) {
 	j := i + 1
 	neg := false
@@ -105,6 +106,10 @@ func header(buf []byte, i, max int, allowMinusOne bool) (n, next int, ok, over b
 	digits := j
 	n, j = decimal(buf, j, max)
 	switch {
+	case neg && j > digits && (j > digits+1 || n != 1):
+		// -1 is the one negative number: a digit after '-' other than
+		// a single 1 fails now, not once the line ends.
+		return 0, 0, false, false
 	case j >= len(buf):
 		return 0, -1, true, false
 	case buf[j] != '\r' || j == digits || neg && n != 1:

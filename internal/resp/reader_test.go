@@ -51,6 +51,11 @@ var readerCases = []readerCase{
 	{"count negative", "*-2\r\n", result{err: msgMultibulkLength}},
 	{"count minus zero", "*-0\r\n", result{err: msgMultibulkLength}},
 	{"count minus one with digits", "*-10\r\n", result{err: msgMultibulkLength}},
+	// Only "1" can follow '-': anything else fails before the line ends.
+	{"count minus zero cut off", "*-0", result{err: msgMultibulkLength}},
+	{"count minus two cut off", "*-2", result{err: msgMultibulkLength}},
+	{"count minus twelve cut off", "*-12", result{err: msgMultibulkLength}},
+	{"count minus one cut off", "*-1", result{rest: 3}},
 	{"count leading zero", "*01\r\n", result{err: msgMultibulkLength}},
 	{"count plus", "*+1\r\n", result{err: msgMultibulkLength}},
 	{"count too big", "*65537\r\n", result{err: msgMultibulkLength}},
@@ -67,6 +72,11 @@ var readerCases = []readerCase{
 	{"bulk length too big", "*1\r\n$524289\r\n", result{err: msgBulkLength}},
 	{"bulk length huge without CRLF", "*1\r\n$1000000000", result{err: msgBulkLength}},
 	{"bulk too long", "*1\r\n$3\r\nPING\r\n", result{err: msgBulkEnd}},
+	// A bulk one byte shorter than declared: its CRLF is taken as data,
+	// and the byte after it is not the CR that must end it.
+	{"bulk too short", "*1\r\n$3\r\nab\r\n*1\r\n$4\r\nPING\r\n", result{err: msgBulkEnd}},
+	{"bulk too short then a bulk", "*2\r\n$3\r\nab\r\n$1\r\nc\r\n", result{err: msgBulkEnd}},
+	{"bulk too short at the end", "*1\r\n$3\r\nab\r\n", result{rest: 12}},
 	{"bulk CR without LF", "*1\r\n$4\r\nPING\rX", result{err: msgBulkEnd}},
 	{"error after good commands", "PING\n*1\r\n$4\r\nPING\r\n*1\r\nx",
 		result{cmds: [][]string{{"PING"}, {"PING"}}, err: "expected '$', got 'x'"}},
@@ -137,6 +147,9 @@ func TestReaderLimits(t *testing.T) {
 		{"inline too long with CR", strings.Repeat("a", maxInline) + "\r\n", result{err: msgTooBigInline}},
 	}
 	for _, tc := range tests {
+		if got := decode([]byte(tc.in)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: reference decoding: got %.200v; want %.200v", tc.name, got, tc.want)
+		}
 		for _, s := range strategies {
 			t.Run(tc.name+"/"+s.name, func(t *testing.T) {
 				t.Parallel()
