@@ -33,6 +33,14 @@ type ownership struct {
 	rounds []pending.Recovered
 	fail   context.CancelCauseFunc // stops the daemon when fenced
 
+	// fleetMu guards fleet and fleetN: the live daemons on the database
+	// (partition 0's, on a cluster), counted at every heartbeat, go to
+	// fleet once the buffer sets it (watchFleet), which may be after the
+	// claim.
+	fleetMu sync.Mutex
+	fleet   func(n int)
+	fleetN  int
+
 	owners  []*owner.Owner // set by claim, before claimed is closed
 	claimed chan struct{}  // closed once the instance is claimed
 	stopped context.CancelFunc
@@ -76,6 +84,7 @@ func (o *ownership) claim(ctx context.Context) error {
 		owners = append(owners, own)
 	}
 	o.log.Info("journal instance claimed", "instance", c.Instance, "generation", c.Generation, "replaying_generations", len(c.Adopted))
+	owners[0].OnFleet(o.countedFleet)
 	o.owners = owners
 	close(o.claimed)
 	hctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -89,6 +98,26 @@ func (o *ownership) claim(ctx context.Context) error {
 		})
 	}
 	return nil
+}
+
+// watchFleet passes the live daemons counted at every heartbeat to f,
+// the last count at once if there is one.
+func (o *ownership) watchFleet(f func(n int)) {
+	o.fleetMu.Lock()
+	defer o.fleetMu.Unlock()
+	o.fleet = f
+	if o.fleetN > 0 {
+		f(o.fleetN)
+	}
+}
+
+func (o *ownership) countedFleet(n int) {
+	o.fleetMu.Lock()
+	defer o.fleetMu.Unlock()
+	o.fleetN = n
+	if o.fleet != nil {
+		o.fleet(n)
+	}
 }
 
 // adopted are the generations of the rounds replayed from the journal.

@@ -154,24 +154,27 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		return err
 	}
 	opts := pending.Options{
-		Recovered:      rounds,
-		Prepare:        prepare,
-		Permanent:      permanent,
-		Interval:       cfg.FlushInterval,
-		IntervalMax:    cfg.FlushIntervalMax,
-		MaxKeys:        cfg.FlushMaxKeys,
-		MaxPendingKeys: cfg.MaxPendingKeys,
-		Shards:         loops,
-		Windows:        rules.windows,
-		Clock:          rules.clock,
-		Logger:         log,
-		Metrics:        set,
+		Recovered:        rounds,
+		Prepare:          prepare,
+		Permanent:        permanent,
+		Interval:         cfg.FlushInterval,
+		IntervalMax:      cfg.FlushIntervalMax,
+		FleetRounds:      cfg.FleetRounds,
+		FleetIntervalMax: cfg.FleetIntervalMax,
+		MaxKeys:          cfg.FlushMaxKeys,
+		MaxPendingKeys:   cfg.MaxPendingKeys,
+		Shards:           loops,
+		Windows:          rules.windows,
+		Clock:            rules.clock,
+		Logger:           log,
+		Metrics:          set,
 	}
 	if jr != nil {
 		opts.Journal = jr // a nil *Journal would be a non-nil interface
 		opts.Identity = store.Identity{Instance: jr.InstanceID(), Generation: jr.Generation()}
 	}
 	buf := pending.New(st, opts)
+	own.watchFleet(buf.SetFleet)
 	hot := hotness.New(hotness.Options{HotRate: cfg.HotRate, Target: cfg.HotTarget, MaxN: cfg.HotMaxN})
 	defer hot.Close()
 	budgets := newBudgets(cfg, log, b, jr, buf, lastSeq(rounds), own, set)

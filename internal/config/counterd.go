@@ -45,6 +45,15 @@ type Counterd struct {
 	// bottleneck, while SQL readers still see an increment within a second
 	// (GET reads pending increments anyway).
 	FlushIntervalMax time.Duration `env:"COUNTERD_FLUSH_INTERVAL_MAX" envDefault:"1s" help:"longest a round accumulates: rounds grow up to this while PostgreSQL is busy writing them; at or below COUNTERD_FLUSH_INTERVAL rounds are fixed"`
+	// 10 a second: one daemon alone keeps COUNTERD_FLUSH_INTERVAL's 100 ms
+	// rounds, and a fleet of n writes as many transactions and rows of a
+	// popular key a second as that one daemon (docs/operations.md,
+	// Running a fleet).
+	FleetRounds float64 `env:"COUNTERD_FLEET_ROUNDS" envDefault:"10" help:"rounds per second the whole fleet of daemons on one database aims at: with n live daemons (from their heartbeats) each cuts a round at most every n/this seconds, so PostgreSQL's work per increment does not grow with n; 0 turns the rule off"`
+	// 10s: the longest staleness of counter_totals a fleet rule may cause
+	// (GET and FLUSH see no staleness: GET adds pending increments, a
+	// waiter cuts the round at once).
+	FleetIntervalMax time.Duration `env:"COUNTERD_FLEET_INTERVAL_MAX" envDefault:"10s" help:"longest round the fleet rule may choose: how stale counter_totals may be in a large fleet"`
 	// 100,000 rather than a smaller cap: a cap that cuts rounds before the
 	// flush interval does keeps the adaptive interval from growing them,
 	// and unpipelined loads over many keys then coalesce almost nothing
@@ -194,6 +203,8 @@ func (c *Counterd) rules() []rule {
 		{"COUNTERD_ACK", !oneOf(c.Ack, "journal", "commit"), fmt.Sprintf("%q is not journal or commit", c.Ack)},
 		{"COUNTERD_JOURNAL_MAX_BYTES", c.JournalMaxBytes < 1<<20, "must be at least 1048576 (1 MiB)"},
 		{"COUNTERD_FLUSH_INTERVAL", c.FlushInterval <= 0, "must be positive"},
+		{"COUNTERD_FLEET_ROUNDS", c.FleetRounds < 0, "must not be negative (0 turns the fleet rule off)"},
+		{"COUNTERD_FLEET_INTERVAL_MAX", c.FleetIntervalMax < 0, "must not be negative"},
 		{"COUNTERD_FLUSH_MAX_KEYS", c.FlushMaxKeys < 1, "must be at least 1"},
 		{"COUNTERD_FLUSH_TIMEOUT", c.FlushTimeout <= 0, "must be positive"},
 		{"COUNTERD_MAX_PENDING_KEYS", c.MaxPendingKeys < 1, "must be at least 1"},

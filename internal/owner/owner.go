@@ -125,7 +125,16 @@ type Owner struct {
 	log   *slog.Logger
 	// elsewhere: see Elsewhere.
 	elsewhere bool
+	// fleet, when set (OnFleet), gets the live daemons counted at every
+	// heartbeat.
+	fleet func(n int)
 }
+
+// OnFleet makes every heartbeat, from the first one Run makes at once,
+// also count the live daemons on the database (this one included: the
+// instances whose owner heartbeated within the TTL and did not release
+// them) and pass the count to f. Call it before Run.
+func (o *Owner) OnFleet(f func(n int)) { o.fleet = f }
 
 // Acquire claims c.Instance for this run. A live owner that keeps
 // heartbeating makes it return an InUseError within about one ttl; an
@@ -228,12 +237,16 @@ func (o *Owner) Elsewhere() bool { return o.elsewhere }
 func (o *Owner) Run(ctx context.Context) error {
 	t := time.NewTicker(o.ttl / 3)
 	defer t.Stop()
+	first := o.fleet != nil // count the fleet at once, not a third of the TTL later
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
+		if !first {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
 		}
+		first = false
 		err := o.beat(ctx)
 		if errors.Is(err, ErrFenced) {
 			return err
@@ -247,16 +260,33 @@ func (o *Owner) Run(ctx context.Context) error {
 func (o *Owner) beat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, o.ttl/3)
 	defer cancel()
-	tag, err := o.pool.Exec(ctx, `UPDATE counterd_owners SET heartbeat_at = now() WHERE instance = $1 AND generation = $2`,
-		o.claim.Instance, o.claim.Generation)
+	var beat, others int
+	err := o.pool.QueryRow(ctx, beatSQL, o.claim.Instance, o.claim.Generation, o.ttl.Seconds()).Scan(&beat, &others)
 	if err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
+	if beat == 0 {
 		return o.takenOver(ctx)
+	}
+	if o.fleet != nil {
+		o.fleet(1 + others)
 	}
 	return nil
 }
+
+// beatSQL heartbeats the instance of $1 for generation $2 and counts the
+// other live instances: not released, heartbeated within $3 seconds. The
+// count is one index-less scan of a table of one row per daemon ever
+// started against the database (pruned with the rollup's instances).
+const beatSQL = `
+WITH beat AS (
+    UPDATE counterd_owners SET heartbeat_at = now()
+    WHERE instance = $1 AND generation = $2
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM beat)::int,
+       (SELECT count(*) FROM counterd_owners
+        WHERE instance <> $1 AND NOT released AND heartbeat_at > now() - $3 * interval '1 second')::int`
 
 // takenOver describes who owns the instance now.
 func (o *Owner) takenOver(ctx context.Context) error {

@@ -45,6 +45,13 @@ type Options struct {
 	// than half the time (see pacer). At or below Interval (the default)
 	// rounds are cut every Interval.
 	IntervalMax time.Duration
+	// FleetRounds is the rounds a second the whole fleet of daemons on
+	// the database aims at (fleet.go): once SetFleet says there are n,
+	// rounds last at least n/FleetRounds seconds. 0 turns the rule off.
+	FleetRounds float64
+	// FleetIntervalMax caps the fleet rule's rounds (0: no cap): the
+	// longest an increment waits for a round, unless a waiter cuts it.
+	FleetIntervalMax time.Duration
 	// RoundTimeout bounds one attempt to write a round (default 30s).
 	RoundTimeout time.Duration
 	// MaxKeys starts a round early once this many keys are pending.

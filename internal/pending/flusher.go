@@ -45,6 +45,7 @@ type Flusher struct {
 	stopErr   error         // that error; set before stopped is closed
 
 	overflowed atomic.Int64 // keys with a stored total beyond int64
+	fleet      atomic.Int64 // live daemons on the database (SetFleet); 0: not known
 
 	m *bufferMetrics
 }

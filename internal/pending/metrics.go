@@ -27,6 +27,19 @@ func newBufferMetrics(set *metrics.Set, b *Buffer) *bufferMetrics {
 	exposition.Gauge(set, `counterd_flush_interval_seconds`,
 		"How long rounds accumulate now, between COUNTERD_FLUSH_INTERVAL and COUNTERD_FLUSH_INTERVAL_MAX.",
 		func() float64 { return b.flusher.Interval().Seconds() })
+	for _, reason := range []string{"base", "load", "fleet"} {
+		exposition.Gauge(set, `counterd_flush_interval_reason{reason="`+reason+`"}`,
+			"What sets counterd_flush_interval_seconds now (1): base (COUNTERD_FLUSH_INTERVAL), load (PostgreSQL busy writing rounds) or fleet (the live daemons sharing the database, COUNTERD_FLEET_ROUNDS).",
+			func() float64 {
+				if b.flusher.pace.reason() == reason {
+					return 1
+				}
+				return 0
+			})
+	}
+	exposition.Gauge(set, `counterd_fleet_daemons`,
+		"Live counterd daemons writing into this database, this one included, from their heartbeats (0: not known yet, or no journal).",
+		func() float64 { return float64(b.Fleet()) })
 	exposition.Gauge(set, `counterd_overflowed_keys`,
 		"Keys whose stored total is beyond int64 (counter_overflows), checked every 10 s.",
 		func() float64 { return float64(b.flusher.Overflowed()) })

@@ -172,3 +172,39 @@ func TestKickedEmptyCutKeepsInterval(t *testing.T) {
 		t.Errorf("interval after a timed empty cut: %v; want %v", got, grown/2)
 	}
 }
+
+func TestFleetFloor(t *testing.T) {
+	t.Parallel()
+	s := time.Second
+	f := func(n int, rounds float64, hi, want time.Duration) {
+		t.Helper()
+		if got := fleetFloor(n, rounds, hi); got != want {
+			t.Errorf("fleetFloor(%d, %v, %v) = %v; want %v", n, rounds, hi, got, want)
+		}
+	}
+	f(1, 10, 10*s, 100*time.Millisecond)
+	f(32, 10, 10*s, 3200*time.Millisecond)
+	f(200, 10, 10*s, 10*s) // capped: the staleness bound wins
+	f(32, 10, 0, 3200*time.Millisecond)
+	f(32, 0, 10*s, 0) // the rule is off
+	f(0, 10, 10*s, 0) // fleet not known yet
+
+	// The floor lengthens rounds, the load's own interval still adapts
+	// beneath it, and reason says which sets the interval.
+	p := newPacer(100*time.Millisecond, s)
+	if got := p.reason(); got != "base" {
+		t.Errorf("reason %q; want base", got)
+	}
+	p.setFloor(3 * s)
+	if got, r := p.interval(), p.reason(); got != 3*s || r != "fleet" {
+		t.Errorf("with a 3s floor: interval %v, reason %q; want 3s, fleet", got, r)
+	}
+	p.wrote(2 * s) // busy: the load's interval grows to its max, under the floor
+	if got, own := p.interval(), p.own(); got != 3*s || own != 200*time.Millisecond {
+		t.Errorf("after a busy write: interval %v, own %v; want 3s, 200ms", got, own)
+	}
+	p.setFloor(0)
+	if got, r := p.interval(), p.reason(); got != 200*time.Millisecond || r != "load" {
+		t.Errorf("floor removed: interval %v, reason %q; want 200ms, load", got, r)
+	}
+}
