@@ -163,6 +163,9 @@ func (b *bench) fleetCounterd(ctx context.Context, tool string, keys int, row *r
 			return fmt.Errorf("daemon %d: %w", i, err)
 		}
 	}
+	if err := waitFleetSeen(ctx, daemons); err != nil {
+		return err
+	}
 	var apps []string
 	for _, d := range daemons {
 		apps = append(apps, d.app)
@@ -513,4 +516,38 @@ func withDatabase(conn, name string) (string, error) {
 		return u.String(), nil
 	}
 	return conn + " dbname=" + name, nil // the last keyword wins
+}
+
+// fleetSeenTimeout bounds the wait for every daemon to count the whole
+// fleet: a heartbeat every third of COUNTERD_OWNER_TTL (30 s) counts it.
+const fleetSeenTimeout = 45 * time.Second
+
+// waitFleetSeen waits until every daemon's counterd_fleet_daemons is the
+// number started, so the cell measures the fleet rule at work rather than
+// the rounds of daemons that started before the others. A counterd
+// without that metric (an older build, no metrics listener) is not
+// waited for.
+func waitFleetSeen(ctx context.Context, daemons []*counterdServer) error {
+	deadline := time.Now().Add(fleetSeenTimeout)
+	for i, d := range daemons {
+		for {
+			m, err := d.scrape(ctx)
+			if err != nil {
+				return fmt.Errorf("daemon %d: %w", i, err)
+			}
+			n, ok := m["counterd_fleet_daemons"]
+			if !ok || int(n) == len(daemons) {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("daemon %d counts %v daemons on the database after %v; want %d", i, n, fleetSeenTimeout, len(daemons))
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
