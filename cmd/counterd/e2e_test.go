@@ -239,6 +239,7 @@ func TestSIGTERMDrains(t *testing.T) {
 // variable (and for a value that does not parse, the value and what the
 // variable takes, no Go type). Before, a DATABASE_URL that does not parse
 // exited 1 and COUNTERD_FSYNC=sometimes said "invalid journal.FsyncMode".
+// A URL of another scheme is refused the same way.
 func TestBadConfigExitsTwo(t *testing.T) {
 	t.Parallel()
 	f := func(env []string, want string, args ...string) {
@@ -263,6 +264,11 @@ func TestBadConfigExitsTwo(t *testing.T) {
 	f([]string{"DATABASE_URL=postgres://x/y", "COUNTERD_SOCKET_MODE=rwx"}, "COUNTERD_SOCKET_MODE")
 	f([]string{"DATABASE_URL=postgres://secret:hunter2@nowhere:port/x"}, "DATABASE_URL is not a valid PostgreSQL URL")
 	f([]string{"DATABASE_URL=postgres://secret:hunter2@nowhere:port/x"}, "DATABASE_URL is not a valid PostgreSQL URL", "migrate")
+	// A mistyped scheme, or keyword/value settings naming no server: pgx
+	// read them as settings, and the daemon ran against the local socket.
+	f([]string{"DATABASE_URL=postgress://secret:hunter2@nowhere/x?sslmode=disable"}, "DATABASE_URL is not a valid PostgreSQL URL or DSN: scheme postgress:// is neither")
+	f([]string{"DATABASE_URL=postgress://secret:hunter2@nowhere/x?sslmode=disable"}, "DATABASE_URL is not a valid PostgreSQL URL or DSN: scheme postgress:// is neither", "migrate")
+	f([]string{"DATABASE_URL=sslmode=disable password=hunter2"}, "DATABASE_URL is not a valid PostgreSQL URL or DSN: a keyword/value DSN must name host or dbname")
 	f([]string{"DATABASE_URL=postgres://x/y", "COUNTERD_FSYNC=sometimes"}, `COUNTERD_FSYNC: invalid value "sometimes"; want always, everysec or no`)
 }
 

@@ -236,16 +236,24 @@ func TestOnceLockedTableFailsFast(t *testing.T) {
 }
 
 // A DATABASE_URL that does not parse is a bad setting: exit 2, as any
-// other, without the password. Before, it exited 1.
+// other, in one line, without the password. Before, it exited 1; a URL
+// of another scheme (postgress://) or keyword/value settings naming no
+// server were read as settings and the rollup ran against the local
+// socket.
 func TestBadDatabaseURLExitsTwo(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"once"}, nil} {
-		cmd := exec.Command(binary, args...)
-		cmd.Env = []string{"DATABASE_URL=postgres://secret:hunter2@nowhere:port/x"}
-		out, err := cmd.CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "DATABASE_URL") ||
-			strings.Contains(string(out), "hunter2") {
-			t.Errorf("rollup %v with a bad DATABASE_URL: %v, %q; want exit 2 naming DATABASE_URL, no password", args, err, out)
+	for _, c := range []struct{ url, want string }{
+		{"postgres://secret:hunter2@nowhere:port/x", "rollup: DATABASE_URL is not a valid PostgreSQL URL or DSN\n"},
+		{"postgress://secret:hunter2@nowhere/x?sslmode=disable", "rollup: DATABASE_URL is not a valid PostgreSQL URL or DSN: scheme postgress:// is neither postgres:// nor postgresql://\n"},
+		{"sslmode=disable password=hunter2", "rollup: DATABASE_URL is not a valid PostgreSQL URL or DSN: a keyword/value DSN must name host or dbname\n"},
+	} {
+		for _, args := range [][]string{{"once"}, nil} {
+			cmd := exec.Command(binary, args...)
+			cmd.Env = []string{"DATABASE_URL=" + c.url}
+			out, err := cmd.CombinedOutput()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || string(out) != c.want {
+				t.Errorf("rollup %v with DATABASE_URL %s: %v, %q; want exit 2 and %q", args, c.url, err, out, c.want)
+			}
 		}
 	}
 }

@@ -19,7 +19,7 @@ const MetricsOff = "off"
 
 // Counterd is the daemon's configuration.
 type Counterd struct {
-	DatabaseURL string `env:"DATABASE_URL,required,notEmpty" help:"PostgreSQL connection URL (never logged)"`
+	DatabaseURL string `env:"DATABASE_URL,required,notEmpty" help:"PostgreSQL connection URL, postgres:// or postgresql:// (another scheme is refused), or keyword/value settings naming host or dbname; never logged"`
 	// SocketSource names where Socket came from, for errors about it:
 	// COUNTERD_SOCKET, or the rule that picked it when it was unset.
 	SocketSource string

@@ -13,7 +13,7 @@ import (
 
 // Rollup is the rollup job's configuration.
 type Rollup struct {
-	DatabaseURL string `env:"DATABASE_URL,required,notEmpty" help:"PostgreSQL connection URL (never logged)"`
+	DatabaseURL string `env:"DATABASE_URL,required,notEmpty" help:"PostgreSQL connection URL, postgres:// or postgresql:// (another scheme is refused), or keyword/value settings naming host or dbname; never logged"`
 	// Every minute keeps slot tables small without making the fold itself
 	// a noticeable load; the descriptor form accepts "@every 10s" too.
 	Schedule string        `env:"ROLLUP_SCHEDULE" envDefault:"@every 1m" help:"robfig/cron schedule: 5 fields, @hourly or @every DURATION (whole seconds, at least 1s)"`

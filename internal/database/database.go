@@ -37,10 +37,23 @@ type Options struct {
 // database is down. A statement_timeout or lock_timeout the URL sets
 // itself (as a parameter or in options=-c ...) wins over opts.
 func Open(url string, opts Options) (*pgxpool.Pool, error) {
+	const invalid = "DATABASE_URL is not a valid PostgreSQL URL or DSN"
+	if scheme, ok := foreignScheme(url); ok {
+		// pgx reads anything not starting postgres:// or postgresql:// as
+		// keyword/value settings: postgress://u:pw@h/db?sslmode=disable
+		// became one unknown setting, and the pool dialed the local
+		// socket as the current user.
+		return nil, fmt.Errorf("%s: scheme %s:// is neither postgres:// nor postgresql://", invalid, scheme)
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx's parse errors can quote the URL; say only what is wrong.
-		return nil, errors.New("DATABASE_URL is not a valid PostgreSQL URL or DSN")
+		return nil, errors.New(invalid)
+	}
+	if !isURL(url) && !namesServer(url) {
+		// A string naming neither is most likely something else (a URL
+		// missing its scheme, a mistyped one) that happened to hold an =.
+		return nil, errors.New(invalid + ": a keyword/value DSN must name host or dbname")
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = int32(opts.MaxConns)
@@ -62,6 +75,63 @@ func Open(url string, opts Options) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("open database pool: %w", err)
 	}
 	return pool, nil
+}
+
+// isURL reports whether pgx reads s as a URL rather than keyword/value
+// settings.
+func isURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// foreignScheme returns the scheme of s when s starts as a URL (an RFC
+// 3986 scheme, then ://) that pgx would not read as one. The scheme
+// comes before any user or password, so it can be shown.
+func foreignScheme(s string) (string, bool) {
+	scheme, _, found := strings.Cut(s, "://")
+	if !found || isURL(s) || scheme == "" {
+		return "", false
+	}
+	for i, c := range scheme {
+		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !letter && (i == 0 || !('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return "", false
+		}
+	}
+	return scheme, true
+}
+
+// namesServer reports whether the keyword/value settings s (which pgx
+// parsed) set host, hostaddr or dbname. It reads keywords as pgx does: a
+// value runs to the next space unless single-quoted, and a backslash
+// escapes the next byte.
+func namesServer(s string) bool {
+	for {
+		s = strings.TrimLeft(s, " \t\n\r\v\f")
+		eq := strings.IndexByte(s, '=')
+		if eq < 0 {
+			return false
+		}
+		switch strings.TrimSpace(s[:eq]) {
+		case "host", "hostaddr", "dbname", "database": // pgx takes database for dbname
+			return true
+		}
+		s = strings.TrimLeft(s[eq+1:], " \t\n\r\v\f")
+		quoted := strings.HasPrefix(s, "'")
+		if quoted {
+			s = s[1:]
+		}
+		end := 0
+		for ; end < len(s); end++ {
+			if s[end] == '\\' {
+				end++
+				continue
+			}
+			if quoted && s[end] == '\'' || !quoted && strings.IndexByte(" \t\n\r\v\f", s[end]) >= 0 {
+				break
+			}
+		}
+		s = s[min(end+1, len(s)):]
+	}
 }
 
 // setDefault sets the run-time parameter name unless the URL set it,

@@ -209,3 +209,48 @@ func TestPermanent(t *testing.T) {
 	f(context.DeadlineExceeded, false)
 	f(errors.New("dial unix: connect: no such file or directory"), false)
 }
+
+// A URL with another scheme, or keyword/value settings naming neither a
+// host nor a database, is refused without quoting the string. Before,
+// pgx read postgress://u:pw@h/db?sslmode=disable as one unknown setting
+// and the pool dialed the local socket as the current user.
+func TestOpenRefusesForeignScheme(t *testing.T) {
+	t.Parallel()
+	f := func(dsn, want string) {
+		t.Helper()
+		pool, err := database.Open(dsn, database.Options{})
+		if want == "ok" {
+			if err != nil {
+				t.Errorf("Open(%q): %v; want a pool", dsn, err)
+				return
+			}
+			pool.Close()
+			return
+		}
+		if err == nil {
+			pool.Close()
+			t.Errorf("Open(%q) = a pool; want an error saying %q", dsn, want)
+			return
+		}
+		if !strings.HasPrefix(err.Error(), "DATABASE_URL is not a valid PostgreSQL URL or DSN") || !strings.Contains(err.Error(), want) {
+			t.Errorf("Open(%q): %q; want it naming DATABASE_URL and saying %q", dsn, err, want)
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(%q): %q shows the password", dsn, err)
+		}
+	}
+	f("postgress://u:hunter2@db.example/app?sslmode=disable", "scheme postgress:// is neither postgres:// nor postgresql://")
+	f("postgress://u:hunter2@db.example/app", "scheme postgress:// is neither")
+	f("mysql://u:hunter2@db.example/app", "scheme mysql:// is neither")
+	f("Postgres://u:hunter2@db.example/app", "scheme Postgres:// is neither")
+	f("db.example:5432/app?password=hunter2", "must name host or dbname")
+	f("sslmode=disable password=hunter2", "must name host or dbname")
+	f("user=u options='-c host=x' password=hunter2", "must name host or dbname")
+	f("not a url", "DSN") // as before
+	f("postgres://u:hunter2@db.example/app", "ok")
+	f("postgresql://u:hunter2@db.example/app", "ok")
+	f("host=/tmp port=5432 user=u", "ok")
+	f("dbname=app sslmode=disable", "ok")
+	f(" hostaddr = 127.0.0.1 ", "ok")
+	f("options='-c x=http://y' dbname = 'my app'", "ok")
+}
