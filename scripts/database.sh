@@ -15,9 +15,29 @@ use_database() {
 		printf -v "$var" '%s' "$url"
 	fi
 	export "${var?}"
+	check_url "$var" || exit 2
 	check_connects "$var"
 	ensure_extension "${!var}" hll "the unique-count tests"
 	ensure_extension "${!var}" plproxy "the partition tests"
+}
+
+# check_url VAR: fail, in one line, when VAR is not a URL counterd takes
+# (postgres:// or postgresql://) or keyword/value settings naming host or
+# dbname, as counterd and rollup do (exit 2). pgx, and psql too when the
+# string holds an =, read postgress://u:pw@h/db?sslmode=disable as
+# keyword/value settings and connect to the local socket instead.
+check_url() {
+	local var=$1 v=${!1} scheme
+	case $v in postgres://* | postgresql://*) return 0 ;; esac
+	if [[ $v =~ ^([A-Za-z][A-Za-z0-9+.-]*):// ]]; then
+		scheme=${BASH_REMATCH[1]}
+		echo "database.sh: $var is not a valid PostgreSQL URL or DSN: scheme $scheme:// is neither postgres:// nor postgresql://" >&2
+		return 1
+	fi
+	if ! [[ $v =~ (^|[[:space:]])(host|hostaddr|dbname)[[:space:]]*= ]]; then
+		echo "database.sh: $var is not a valid PostgreSQL URL or DSN: a keyword/value DSN must name host or dbname" >&2
+		return 1
+	fi
 }
 
 # redact_url URL: URL with any password replaced by ***, for showing.

@@ -217,3 +217,31 @@ func TestRunScriptCtrlC(t *testing.T) {
 		f("make", syscall.SIGINT, "make", "-s", "run", "BIN="+bin)
 	}
 }
+
+// make run and make test refuse a DATABASE_URL counterd would refuse,
+// with exit 2 and one line naming it, before starting anything. Before,
+// psql and pgx read postgress://u:pw@h/db?sslmode=disable as keyword/value
+// settings, database.sh let it through, and counterd ran against the
+// local socket.
+func TestScriptsRefuseForeignScheme(t *testing.T) {
+	t.Parallel()
+	f := func(script, variable, value, want string) {
+		t.Helper()
+		cmd := exec.Command("bash", script)
+		cmd.Dir = "../.."
+		cmd.Env = append(os.Environ(), variable+"="+value, "RUN_DIR="+filepath.Join(shortDir(t), "run"), "BIN=/nonexistent")
+		cmd.SysProcAttr = diesWithTest(syscall.SysProcAttr{})
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || string(out) != want {
+			t.Errorf("%s with %s=%s: %v, %q; want exit 2 and %q", script, variable, value, err, out, want)
+		}
+	}
+	scheme := "database.sh: DATABASE_URL is not a valid PostgreSQL URL or DSN: scheme postgress:// is neither postgres:// nor postgresql://\n"
+	f("scripts/run.sh", "DATABASE_URL", "postgress://u:hunter2@localhost/x?sslmode=disable", scheme)
+	f("scripts/run.sh", "DATABASE_URL", "postgress://u:hunter2@localhost/x", scheme)
+	f("scripts/run.sh", "DATABASE_URL", "sslmode=disable password=hunter2",
+		"database.sh: DATABASE_URL is not a valid PostgreSQL URL or DSN: a keyword/value DSN must name host or dbname\n")
+	f("scripts/test.sh", "TEST_DATABASE_URL", "mysql://u:hunter2@localhost/x",
+		"database.sh: TEST_DATABASE_URL is not a valid PostgreSQL URL or DSN: scheme mysql:// is neither postgres:// nor postgresql://\n")
+}
