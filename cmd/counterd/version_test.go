@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/counterd/counterd/internal/pgtest"
 )
 
 // --version prints one line naming the program and needs no settings. A
@@ -21,7 +24,9 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// make build stamps git describe --always --dirty into --version.
+// make build stamps git describe --always --dirty into --version, and
+// INFO's counterd_version says the same. Before, INFO had a version of its
+// own: devel-<revision>, or devel, whatever make build stamped.
 func TestVersionFromMakeBuild(t *testing.T) {
 	t.Parallel()
 	for _, tool := range []string{"make", "git"} {
@@ -41,5 +46,18 @@ func TestVersionFromMakeBuild(t *testing.T) {
 	out, err := exec.Command(filepath.Join(dir, "counterd"), "--version").Output()
 	if err != nil || !strings.HasPrefix(string(out), want) {
 		t.Fatalf("make build's counterd --version: %q, %v; want it to start %q", out, err, want)
+	}
+
+	d := newDaemon(t, pgtest.New(t, pgtest.Options{}))
+	d.wrap = []string{"sh", "-c", `exec "$0"`, filepath.Join(dir, "counterd")} // make build's, not the package's
+	d.start()
+	t.Cleanup(d.kill)
+	info, err := client(t, d.socket).Info(context.Background(), "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLine := "counterd_version:" + strings.TrimSpace(string(described)) + "\r\n"
+	if !strings.Contains(info, wantLine) {
+		t.Fatalf("make build's INFO server:\n%s\nwant the line %q", info, wantLine)
 	}
 }

@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/counterd/counterd/internal/version"
 )
 
 // infoSections are INFO's sections in Redis's order; INFO with no
@@ -72,7 +73,7 @@ func (s *Server) infoServer(w *infoWriter) {
 	w.section("Server")
 	w.field("redis_version", RedisVersion)
 	w.field("server_name", "counterd")
-	w.field("counterd_version", counterdVersion())
+	w.field("counterd_version", version.Version()) // as --version says
 	w.field("redis_mode", "standalone")
 	w.field("os", runtime.GOOS+" "+runtime.GOARCH)
 	w.field("arch_bits", strconv.IntSize)
@@ -85,25 +86,6 @@ func (s *Server) infoServer(w *infoWriter) {
 	w.field("uptime_in_days", int64(up/(24*time.Hour)))
 	w.field("executable", exe)
 	w.field("config_file", "")
-}
-
-// counterdVersion is the module version the binary was built from, or
-// its VCS revision for a build from a checkout.
-func counterdVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	if v != "" && v != "(devel)" {
-		return v
-	}
-	for _, st := range bi.Settings {
-		if st.Key == "vcs.revision" && len(st.Value) >= 12 {
-			return "devel-" + st.Value[:12]
-		}
-	}
-	return "devel"
 }
 
 func (s *Server) infoClients(w *infoWriter) {

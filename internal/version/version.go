@@ -25,9 +25,32 @@ func String(program string) string {
 	return format(program, version, bi)
 }
 
+// Version returns the version alone, as String names it, such as
+// "v1.2.3" or "devel-1a2b3c4d5e6f+dirty": what INFO says as
+// counterd_version.
+func Version() string {
+	bi, _ := debug.ReadBuildInfo()
+	v, _ := resolve(version, bi)
+	return v
+}
+
 // format builds String's line from the link-time version stamped and the
 // build info bi (nil when the binary has none).
 func format(program, stamped string, bi *debug.BuildInfo) string {
+	v, extra := resolve(stamped, bi)
+	if bi != nil {
+		extra = append(extra, bi.GoVersion)
+	}
+	if len(extra) == 0 {
+		return program + " " + v
+	}
+	return fmt.Sprintf("%s %s (%s)", program, v, strings.Join(extra, ", "))
+}
+
+// resolve returns the version from the link-time stamp, else bi's module
+// version, else its VCS revision, and what else the revision says (its
+// date).
+func resolve(stamped string, bi *debug.BuildInfo) (string, []string) {
 	v := stamped
 	var extra []string
 	if bi != nil {
@@ -37,15 +60,11 @@ func format(program, stamped string, bi *debug.BuildInfo) string {
 		if v == "" {
 			v, extra = fromVCS(bi)
 		}
-		extra = append(extra, bi.GoVersion)
 	}
 	if v == "" {
 		v = "devel"
 	}
-	if len(extra) == 0 {
-		return program + " " + v
-	}
-	return fmt.Sprintf("%s %s (%s)", program, v, strings.Join(extra, ", "))
+	return v, extra
 }
 
 // fromVCS returns "devel-<revision>[+dirty]" and the commit's date from

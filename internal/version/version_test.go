@@ -47,4 +47,12 @@ func TestString(t *testing.T) {
 	if got := String("rollup"); !strings.HasPrefix(got, "rollup v1.2.3 (") {
 		t.Fatalf("String with -ldflags version v1.2.3: got %q; want it to start rollup v1.2.3", got)
 	}
+	// INFO's counterd_version is the same as --version's.
+	if got := Version(); got != "v1.2.3" {
+		t.Fatalf("Version with -ldflags version v1.2.3: got %q; want v1.2.3", got)
+	}
+	version = old
+	if v, s := Version(), String("counterd"); !strings.HasPrefix(s, "counterd "+v+" (") && s != "counterd "+v {
+		t.Fatalf("Version %q is not the one String %q names", v, s)
+	}
 }
