@@ -129,6 +129,22 @@ func TestSocketDirectory(t *testing.T) {
 	if ee, ok := bad.err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
 		t.Errorf("exit %v; want code 2 (a setting to change)", bad.err)
 	}
+
+	// Only the socket's directory is created: a missing parent is a
+	// setting to change too. Before, it exited 1 with mkdir's error.
+	missing := filepath.Join(shortDir(t), "missing")
+	orphan := newDaemon(t, db, "COUNTERD_SOCKET="+filepath.Join(missing, "dir", "c.sock"))
+	if orphan.launch() {
+		orphan.kill()
+		t.Fatal("counterd listened under a missing directory")
+	}
+	want := "COUNTERD_SOCKET: socket directory " + filepath.Join(missing, "dir") + " cannot be created: its parent " + missing + " does not exist; create " + missing + " first"
+	if log := orphan.log(); !strings.Contains(log, want) {
+		t.Errorf("log:\n%s\nwant it to say %q", log, want)
+	}
+	if ee, ok := orphan.err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Errorf("socket directory's parent missing: exit %v; want code 2 (a setting to change)", orphan.err)
+	}
 }
 
 // The hijack: for a daemon that is not root and listens on the default

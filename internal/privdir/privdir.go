@@ -42,6 +42,16 @@ func Open(what, path string, uid int, create bool) (*os.File, error) {
 			switch err := os.Mkdir(path, 0o700); {
 			case errors.Is(err, fs.ErrExist):
 				continue // someone made it first: check what they made
+			case errors.Is(err, fs.ErrNotExist):
+				// Only the directory itself is made: parents are
+				// trusted as configured, so they are the operator's.
+				parent := filepath.Dir(path)
+				return nil, &Error{
+					What:    what,
+					Path:    path,
+					Problem: fmt.Sprintf("cannot be created: its parent %s does not exist", parent),
+					Fix:     fmt.Sprintf("create %s first (counterd creates only the last directory, 0700), or name a path in a directory that exists", parent),
+				}
 			case err != nil:
 				return nil, fmt.Errorf("create %s: %w", what, err)
 			}

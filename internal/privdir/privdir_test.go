@@ -115,7 +115,9 @@ func TestOpen(t *testing.T) {
 	f("0702", []node{dir("d", 0o702, me)}, "d", false, "is writable by group or others (mode 0702)")
 	f("a regular file", []node{{name: "d", file: true, owner: me}}, "d", true, "is not a directory")
 	f("missing", nil, "d", false, "not exist")
-	f("missing parent", nil, "p/d", true, "not exist")
+	// Only the last directory is made; a missing parent is a setting to
+	// fix (exit 2), not mkdir's ENOENT (exit 1) as before.
+	f("missing parent", nil, "p/d", true, "d cannot be created: its parent ")
 	f("another owner", []node{dir("d", 0o700, attackerUID)}, "d", false, "is owned by uid 12345 (mode 0700), not by counterd's uid")
 	f("root's directory", []node{dir("d", 0o755, 0)}, "d", false, "is owned by uid 0")
 
