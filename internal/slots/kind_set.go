@@ -56,7 +56,8 @@ const unexpireBatch = `DELETE FROM counter_expiry WHERE key = ANY($1::text[])`
 // setBatch makes each key of $1 total $2 (with variance $3): it adds the
 // compensation to a free slot row, or the caller's random slot $4, as
 // the totals' round statement adds an increment. Keys arrive sorted,
-// handled one at a time.
+// handled one at a time. A key already at n adds nothing: DEL of a key
+// never counted left a slot row of 0 (and, folded, a counters row).
 const setBatch = `
 INSERT INTO counter_slots AS cs (key, slot, count, variance)
 SELECT b.key, coalesce(f.slot, b.fallback), b.n - cur.n, b.v - cur.v
@@ -75,5 +76,6 @@ LEFT JOIN LATERAL (
     LIMIT 1
     FOR UPDATE SKIP LOCKED
 ) AS f ON true
+WHERE b.n <> cur.n OR b.v <> cur.v
 ON CONFLICT (key, slot) DO UPDATE
 SET count = cs.count + excluded.count, variance = cs.variance + excluded.variance`

@@ -224,3 +224,44 @@ func TestSetWaitsForExpiringRollup(t *testing.T) {
 		t.Fatalf("total after SET 5 raced the rollup's expiry: %d; want 5", got)
 	}
 }
+
+// DEL of a key never counted leaves no row (a key at 0 and a key never
+// counted are the same thing); a SET to the total a key already has adds
+// none; DEL of a counted key still zeroes it. Before, DEL wrote a slot row
+// of 0, which a fold turned into a counters row.
+func TestDelOfUncountedKeyLeavesNothing(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t, 4)
+	ctx := context.Background()
+	id := store.BatchID{Identity: store.Identity{Instance: "d"}}
+	apply := func(cs ...change.Change) {
+		t.Helper()
+		id.Seq++
+		mustApply(t, s, id, cs...)
+	}
+	rows := func(key string) int {
+		t.Helper()
+		var n int
+		if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM counters WHERE key = $1) + (SELECT count(*) FROM counter_slots WHERE key = $1)`, key).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	apply(change.Change{Key: "counted", Kind: change.Total, Delta: 5}, change.Change{Key: "same", Kind: change.Total, Delta: 3})
+	apply(change.Change{Key: "never", Kind: change.Set}, change.Change{Key: "counted", Kind: change.Set},
+		change.Change{Key: "same", Kind: change.Set, Delta: 3})
+	if _, err := s.Fold(ctx, slots.FoldOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows("never"); got != 0 {
+		t.Errorf("DEL of a key never counted: got %d rows; want none", got)
+	}
+	if got := rows("same"); got != 1 {
+		t.Errorf("SET of a key to its own total, folded: got %d rows; want its one counters row", got)
+	}
+	for key, want := range map[string]int64{"never": 0, "counted": 0, "same": 3} {
+		if got := total(t, db, key); got != want {
+			t.Errorf("%s: got %d; want %d", key, got, want)
+		}
+	}
+}
