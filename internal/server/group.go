@@ -37,17 +37,19 @@ func (c *session) groupReplies(errs []error, err error) {
 	for i, it := range c.group {
 		switch {
 		case err != nil:
+			if it.Kind == change.Unique && it.Delta > 0 && errs[i] == nil && accepted(err) {
+				// Journaled, not confirmed: in the key, so a retry
+				// answers 0, but journaled again (pfaddFast).
+				s.uniques.accepted(it.Key, uint64(it.Bucket), false)
+			}
 			c.out = resp.AppendError(c.out, groupError(err))
 		case errs[i] != nil:
 			s.m.commandErrors.Inc()
 			c.out = resp.AppendError(c.out, itemError(errs[i]))
+		case it.Kind == change.Unique:
+			c.out = resp.AppendInt(c.out, s.memberReply(it))
 		default:
-			if it.Kind == change.Unique && it.Delta > 0 {
-				// Journaled and confirmed: a later PFADD of it may
-				// record nothing (pfaddFast).
-				s.uniques.confirmed(it.Key, uint64(it.Bucket))
-			}
-			c.out = resp.AppendInt(c.out, reply(it))
+			c.out = resp.AppendInt(c.out, it.Delta)
 		}
 	}
 	if err != nil {
@@ -57,15 +59,22 @@ func (c *session) groupReplies(errs []error, err error) {
 	c.group = c.group[:0]
 }
 
-// reply is an accepted item's reply: the amount added (INCR, TAKE), or,
-// for PFADD's member, 1 if this daemon's view of its key changed (Delta 2)
-// and 0 if not (Delta 1, or 0 for a member recorded before; see
-// pfaddFast).
-func reply(it change.Change) int64 {
-	if it.Kind == change.Unique {
-		return max(it.Delta-1, 0)
+// memberReply is the reply of PFADD key member, accepted and confirmed:
+// 1 if this daemon's view of the key changed, else 0 (always 0 for a
+// member confirmed before, which recorded nothing: Delta 0). Only now
+// does the member enter the view, and a later PFADD of it may record
+// nothing (pfaddFast).
+func (s *Server) memberReply(it change.Change) int64 {
+	if it.Delta == 0 || !s.uniques.accepted(it.Key, uint64(it.Bucket), true) {
+		return 0
 	}
-	return it.Delta
+	return 1
+}
+
+// accepted reports whether a group that confirm answered err was still
+// accepted: journaled and to be counted, only not confirmed in time.
+func accepted(err error) bool {
+	return errors.Is(err, errNotDurable) || errors.Is(err, errNotCommitted)
 }
 
 // maxKeptGroup is the most increments an idle connection keeps room for:

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
@@ -30,14 +31,18 @@ const maxViewKeys = 4096
 // hll.Tracker per key, which answers as the sketch would but looks a
 // member up with one probe instead of a binary search of the exact form.
 //
+// A member enters the sketch only once its PFADD is accepted (journaled:
+// answered with its reply, or -TIMEOUT under an acknowledgement mode that
+// waits), never when it is read: a PFADD refused (-BUSY, a full disk)
+// adds nothing to the key, so the same member sent again must answer 1.
+//
 // It also marks, in each key's sketch, the members whose PFADD was
 // accepted and confirmed (journaled, and fsynced or committed when the
 // acknowledgement mode waits for that; hll.Tracker.Confirm keeps them as
 // a set of their own): a member already confirmed changes no sketch this
 // daemon writes (a union takes it once), so pfaddFast answers 0 and
 // records nothing for it, as redis-server leaves its append-only file
-// alone for such a PFADD. Being in the sketch is not enough: a member is
-// added before its group is accepted, and the group may fail.
+// alone for such a PFADD.
 type uniqueView struct {
 	mu    sync.Mutex
 	byKey map[string]*hll.Tracker
@@ -57,8 +62,8 @@ func (v *uniqueView) sketch(key string) (*hll.Tracker, bool) {
 	return sk, true
 }
 
-// add adds hashes to key's sketch and reports whether the key was new to
-// the view or its sketch changed.
+// add adds hashes, accepted for key, to key's sketch and reports whether
+// the key was new to the view or its sketch changed.
 func (v *uniqueView) add(key string, hashes ...uint64) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -69,39 +74,36 @@ func (v *uniqueView) add(key string, hashes ...uint64) bool {
 	return changed
 }
 
-// addOne is PFADD key member's view, with one lookup of key: known says
-// h is among key's confirmed members (nothing is added; see pfaddFast),
-// changed whether the sketch changed, as add. skip says not to look at
-// the confirmed members (a key with time windows).
-func (v *uniqueView) addOne(key string, h uint64, skip bool) (known, changed bool) {
+// known reports whether h is among key's confirmed members (see
+// pfaddFast). It adds nothing: the PFADD asking may yet be refused.
+func (v *uniqueView) known(key string, h uint64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	sk := v.byKey[key]
+	return sk != nil && sk.Confirmed(h)
+}
+
+// accepted adds h, whose PFADD key member was accepted, to key's sketch,
+// marks it confirmed if confirmed says so, and reports, as add, whether
+// the key was new to the view or its sketch changed: PFADD's reply.
+func (v *uniqueView) accepted(key string, h uint64, confirmed bool) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	sk, made := v.sketch(key)
-	if !skip && sk.Confirmed(h) {
-		return true, false
-	}
-	return false, sk.Add(h) || made
-}
-
-// confirmed marks h confirmed in key's sketch: a PFADD of it was
-// accepted and confirmed. A key the view has forgotten (it started
-// afresh since) is not kept.
-func (v *uniqueView) confirmed(key string, h uint64) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if sk := v.byKey[key]; sk != nil {
+	changed := sk.Add(h) || made
+	if confirmed {
 		sk.Confirm(h)
 	}
+	return changed
 }
 
 // pfaddFast adds PFADD key member, the common form, to the session's
 // group, as INCR's fast path does, so a pipeline's PFADDs and increments
 // are one journal append and no goroutine switch. The member is journaled
-// unless the view has it confirmed (being in the view's sketch is no
-// proof that an earlier PFADD of it was journaled: its group may have
-// failed); its Delta carries the reply, 2 for 1, 1 for 0, and 0 for 0
-// with nothing recorded (reply in group.go; groupReplies confirms the
-// others). Other forms are left to pfadd.
+// unless the view has it confirmed; its reply is decided once the group
+// is accepted (groupReplies), in the group's order, so a refused PFADD
+// leaves the view as it was. A confirmed member has Delta 0: it records
+// nothing and replies 0. Other forms are left to pfadd.
 func (c *session) pfaddFast(spec *cmdSpec, args [][]byte) bool {
 	if len(args) != 3 || checkKey(args[1]) != nil {
 		return false
@@ -113,14 +115,11 @@ func (c *session) pfaddFast(spec *cmdSpec, args [][]byte) bool {
 	ch := change.Member(key, h)
 	// A key with time windows is never skipped: its member is new to
 	// each bucket.
-	switch known, changed := c.s.uniques.addOne(key, h, !c.windowless(key)); {
-	case known:
+	if c.windowless(key) && c.s.uniques.known(key, h) {
 		// Confirmed before: Delta 0 records nothing (an idle change)
 		// and replies 0.
 		ch.Delta = 0
 		c.s.m.uniquesKnown.Inc()
-	case changed:
-		ch.Delta = 2
 	}
 	c.conn.lastCmd.Store(spec)
 	c.group = append(c.group, ch)
@@ -142,12 +141,16 @@ func (s *Server) pfadd(ctx context.Context, out []byte, args [][]byte) []byte {
 		hashes[i] = hll.Hash(m)
 		items[i] = change.Member(key, hashes[i])
 	}
+	msg, in := "", true
 	if len(items) > 0 {
-		if msg := s.journalMembers(ctx, items); msg != "" {
-			return resp.AppendError(out, msg)
-		}
+		msg, in = s.journalMembers(ctx, items)
 	}
-	if s.uniques.add(key, hashes...) {
+	// Only members the key has enter the view (see uniqueView).
+	changed := in && s.uniques.add(key, hashes...)
+	switch {
+	case msg != "":
+		return resp.AppendError(out, msg)
+	case changed:
 		return resp.AppendInt(out, 1)
 	}
 	return resp.AppendInt(out, 0)
@@ -155,29 +158,31 @@ func (s *Server) pfadd(ctx context.Context, out []byte, args [][]byte) []byte {
 
 // journalMembers accepts items as one group and waits for what the
 // acknowledgement mode promises; it returns the error reply, "" when all
-// were accepted.
-func (s *Server) journalMembers(ctx context.Context, items []change.Change) string {
+// were accepted and confirmed, and whether all were accepted (journaled,
+// confirmed or not).
+func (s *Server) journalMembers(ctx context.Context, items []change.Change) (msg string, in bool) {
 	if need, most := s.membersNeed(items), s.buf.MaxPendingKeys(); need > most {
 		// -BUSY says retry; this can never fit, however idle the daemon.
 		s.m.commandErrors.Inc()
-		return fmt.Sprintf("ERR %d members need %d pending keys, more than COUNTERD_MAX_PENDING_KEYS (%d) allows at once: send fewer members a command (nothing was added)", len(items), need, most)
+		return fmt.Sprintf("ERR %d members need %d pending keys, more than COUNTERD_MAX_PENDING_KEYS (%d) allows at once: send fewer members a command (nothing was added)", len(items), need, most), false
 	}
 	errs := make([]error, len(items))
 	t, err := s.buf.AddGroup(items, errs)
 	if err == nil {
 		err = s.confirm(ctx, t)
 	}
+	refused := slices.ContainsFunc(errs, func(e error) bool { return e != nil })
 	if err != nil {
 		s.m.commandErrors.Inc()
-		return groupError(err)
+		return groupError(err), accepted(err) && !refused
 	}
 	for _, e := range errs {
 		if e != nil {
 			s.m.commandErrors.Inc()
-			return itemError(e) + " (members before it may be added; adding them again is harmless)"
+			return itemError(e) + " (members before it may be added; adding them again is harmless)", false
 		}
 	}
-	return ""
+	return "", true
 }
 
 // union returns the sketch of the union of keys' members: what the store
@@ -263,11 +268,18 @@ func (s *Server) pfmerge(ctx context.Context, out []byte, args [][]byte) []byte 
 		for i, h := range hashes {
 			items[i] = change.Member(keys[0], h)
 		}
-		if msg := s.journalMembers(ctx, items); msg != "" {
+		msg, in := s.journalMembers(ctx, items)
+		if !in {
 			return resp.AppendError(out, msg)
 		}
+		// Accepted: dest has them, confirmed or not.
+		s.uniques.add(keys[0], hashes...)
+		if msg != "" {
+			return resp.AppendError(out, msg)
+		}
+		return resp.AppendOK(out)
 	}
-	s.uniques.add(keys[0], hashes...)
+	s.uniques.add(keys[0])
 	return resp.AppendOK(out)
 }
 

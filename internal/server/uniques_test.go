@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/store"
 	"github.com/counterd/counterd/internal/windows"
@@ -15,9 +18,9 @@ import (
 
 // A PFADD member this daemon has already journaled and confirmed for its
 // key is answered 0 and not journaled again; one whose PFADD was refused
-// is journaled when it comes again, though the reply view took it
-// already; a key with time windows is always journaled (its member is
-// new to each bucket). Served in each I/O mode.
+// is journaled when it comes again and answered 1; a key with time
+// windows is always journaled (its member is new to each bucket). Served
+// in each I/O mode.
 func TestPFADDKnownMemberNotJournaled(t *testing.T) {
 	t.Parallel()
 	for _, mode := range ioModes {
@@ -31,7 +34,7 @@ func TestPFADDKnownMemberNotJournaled(t *testing.T) {
 			// Two pending keys (counters, members, a windowed member's
 			// bucket) at most: a third is refused (-BUSY) until a FLUSH
 			// writes the others.
-			buf := pending.New(emptyStore{}, pending.Options{Journal: jr, MaxPendingKeys: 2, Windows: win})
+			buf := pending.New(heldMembersStore{}, pending.Options{Journal: jr, MaxPendingKeys: 2, Windows: win})
 			ctx, cancel := context.WithCancel(context.Background())
 			ran := make(chan struct{})
 			go func() { _ = buf.Run(ctx, ctx); close(ran) }()
@@ -62,16 +65,75 @@ func TestPFADDKnownMemberNotJournaled(t *testing.T) {
 				t.Fatalf("PFADD past the pending-key limit: %q, %v; want -BUSY", line, err)
 			}
 			step("flush", "FLUSH\r\n", "+OK\r\n", 0)
-			// The reply view took m for v before the refusal: it says 0,
-			// but the member was never journaled, so it is now.
-			step("the refused member again", "PFADD v m\r\n", ":0\r\n", 1)
+			// The refusal added nothing to v: m is new to it.
+			step("the refused member again", "PFADD v m\r\n", ":1\r\n", 1)
 			step("and again", "PFADD v m\r\n", ":0\r\n", 0)
+			step("counted once", "PFCOUNT v\r\n", ":1\r\n", 0)
 			step("flush", "FLUSH\r\n", "+OK\r\n", 0)
 
 			for i, want := range []string{":1\r\n", ":0\r\n", ":0\r\n"} {
 				step(fmt.Sprintf("a windowed key's member, time %d", i+1), "PFADD w:1 m\r\n", want, 1)
 				step("flush", "FLUSH\r\n", "+OK\r\n", 0)
 			}
+		})
+	}
+}
+
+// heldMembersStore is emptyStore with no stored members, so PFCOUNT
+// counts the members this daemon holds pending.
+type heldMembersStore struct{ emptyStore }
+
+func (heldMembersStore) ReadMembers(_ context.Context, _ change.Kind, keys []string) ([][]byte, error) {
+	return make([][]byte, len(keys)), nil
+}
+
+// refusingJournal is a counting journal that fails each append with
+// refuse's error while one is set, as a full journal or disk does.
+type refusingJournal struct {
+	*countingJournal
+	refuse atomic.Pointer[error]
+}
+
+func (j *refusingJournal) AppendRecord(rec []byte, n int) (journal.Position, error) {
+	if err := j.refuse.Load(); err != nil {
+		return journal.Position{}, *err
+	}
+	return j.countingJournal.AppendRecord(rec, n)
+}
+
+// A PFADD refused by the journal (full: -BUSY; the disk full: -ERR) adds
+// nothing to its key, so the same member sent again is new to the key:
+// it answers 1, as documented, and is counted once. Before, the refused
+// PFADD had put the member in the reply view and the next one answered 0.
+// Both forms (one member, several), and in each I/O mode.
+func TestPFADDAfterRefusalAnswersOne(t *testing.T) {
+	t.Parallel()
+	for _, mode := range ioModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			jr := &refusingJournal{countingJournal: openCounting(t)}
+			buf := pending.New(heldMembersStore{}, pending.Options{Journal: jr})
+			c := dialLoop(t, serveUnix(t, New(buf, Options{IO: mode})))
+			refused := func(cmd string, err error, prefix string) {
+				t.Helper()
+				jr.refuse.Store(&err)
+				defer jr.refuse.Store(nil)
+				c.send(cmd)
+				if line, rerr := c.r.ReadString('\n'); rerr != nil || !strings.HasPrefix(line, prefix) {
+					t.Fatalf("%q while the journal refuses (%v): %q, %v; want %s...", cmd, err, line, rerr, prefix)
+				}
+			}
+			full := fmt.Errorf("append: %w", journal.ErrFull)
+			nospace := fmt.Errorf("write: %w", syscall.ENOSPC)
+
+			refused("PFADD u m\r\n", full, "-BUSY journal full")
+			refused("PFADD u m\r\n", nospace, "-ERR journal write failed")
+			c.send("PFADD u m\r\nPFADD u m\r\nPFCOUNT u\r\n")
+			c.expect(":1\r\n", ":0\r\n", ":1\r\n")
+
+			refused("PFADD v a b\r\n", full, "-BUSY journal full")
+			c.send("PFADD v a b\r\nPFADD v a b\r\nPFCOUNT v\r\n")
+			c.expect(":1\r\n", ":0\r\n", ":2\r\n")
 		})
 	}
 }
