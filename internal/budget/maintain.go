@@ -10,7 +10,9 @@ import (
 // Run recovers this daemon's leases from an earlier run, then keeps its
 // leases until ctx ends: every interval it updates rates and returns idle
 // and expired leases, and every TTL/3 it renews its leases and forfeits
-// other holders' expired ones. Until recovery is done, TAKE goes direct.
+// other holders' expired ones. Until recovery is done, TAKE goes direct
+// (and answers ErrLeasesNotReturned, not 0, when the earlier leases could
+// cover it: Manager.recovering).
 func (m *Manager) Run(ctx context.Context) {
 	if m.opts.Holder == "" {
 		return

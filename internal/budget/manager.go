@@ -124,6 +124,13 @@ func New(st Backend, opts Options) *Manager {
 // or range in hand is used up and PostgreSQL did not answer.
 var ErrUnavailable = errors.New("budget unavailable")
 
+// ErrLeasesNotReturned is a TAKE the unleased remainder could not cover
+// while this daemon's leases of an earlier run are not returned yet (its
+// replayed journal is not recorded, Manager.Ready): those leases may hold
+// the units, so 0, sold out, is not known yet. Nothing was granted, and
+// the same TAKE may be sent again.
+var ErrLeasesNotReturned = errors.New("budget leases of an earlier run are not returned yet")
+
 // NotDurableError is a TAKE granted and journaled whose durability was not
 // confirmed: the grant stands and will be recorded.
 type NotDurableError struct{ Err error }
@@ -143,13 +150,17 @@ func (m *Manager) Read(ctx context.Context, key string) (Totals, error) { return
 
 // Take grants n units of budget key or none (TAKE key n): it returns n
 // or 0, or an error when it cannot tell (the database is down and the
-// lease in hand cannot cover n).
+// lease in hand cannot cover n: ErrUnavailable; leases of an earlier run
+// not returned yet: ErrLeasesNotReturned).
 func (m *Manager) Take(ctx context.Context, key string, n int64) (int64, error) {
 	if n < 1 {
 		return 0, errors.New("units must be at least 1")
 	}
-	if m.opts.Holder == "" || !m.ready.Load() || m.closed.Load() {
+	if m.opts.Holder == "" || m.closed.Load() {
 		return m.direct(ctx, key, n)
+	}
+	if !m.ready.Load() {
+		return m.recovering(ctx, key, n)
 	}
 	k := m.key(key)
 	k.mu.Lock()
@@ -319,16 +330,61 @@ func (m *Manager) acquire(ctx context.Context, k *budgetKey, w, floor int64) (bo
 
 // direct is TAKE as one conditional update in PostgreSQL.
 func (m *Manager) direct(ctx context.Context, key string, n int64) (int64, error) {
-	m.m.direct.Inc()
-	ok, err := m.st.Take(ctx, key, n)
+	ok, err := m.update(ctx, key, n)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return 0, err
 	}
 	if !ok {
 		m.m.refused.Inc()
 		return 0, nil
 	}
 	return n, nil
+}
+
+// update runs the conditional update and reports whether it granted n.
+func (m *Manager) update(ctx context.Context, key string, n int64) (bool, error) {
+	m.m.direct.Inc()
+	ok, err := m.st.Take(ctx, key, n)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return ok, nil
+}
+
+// recovering is TAKE before this daemon's leases of an earlier run are
+// returned (Run's recovery waits for its replayed journal to be
+// recorded): the conditional update, as TAKE without leases. If it
+// refuses, units leased or forfeited may be the earlier run's, which
+// come back to the remainder once recovered; while they could cover n,
+// the answer is ErrLeasesNotReturned, not 0 (a restarted daemon answered
+// 0 for as long as its replay took, while units remained).
+func (m *Manager) recovering(ctx context.Context, key string, n int64) (int64, error) {
+	for attempt := 0; ; attempt++ {
+		ok, err := m.update(ctx, key, n)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return n, nil
+		}
+		t, err := m.st.Read(ctx, key)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		switch {
+		case m.ready.Load():
+			// Recovered meanwhile: the remainder read may be from before.
+			return m.Take(ctx, key, n)
+		case t.Remaining >= n && attempt < 2:
+			continue // returned or added since the update refused
+		case t.Remaining+t.Leased+t.Forfeited >= n:
+			m.m.unreturned.Inc()
+			return 0, ErrLeasesNotReturned
+		}
+		// Even every unit out in leases could not cover n.
+		m.m.refused.Inc()
+		return 0, nil
+	}
 }
 
 func (m *Manager) key(name string) *budgetKey {

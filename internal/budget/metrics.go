@@ -9,6 +9,7 @@ import (
 type managerMetrics struct {
 	leases, leasedUnits, returnedUnits *metrics.Counter
 	grants, direct, refused, ranges    *metrics.Counter
+	unreturned                         *metrics.Counter
 }
 
 func newManagerMetrics(set *metrics.Set) managerMetrics {
@@ -21,5 +22,7 @@ func newManagerMetrics(set *metrics.Set) managerMetrics {
 			"TAKEs sent to PostgreSQL as a conditional update: near zero, before leases are recovered, or without a journal."),
 		refused: exposition.Counter(set, `counterd_budget_refused_takes_total`, "TAKEs answered 0."),
 		ranges:  exposition.Counter(set, `counterd_budget_next_ranges_total`, "NEXT ranges leased."),
+		unreturned: exposition.Counter(set, `counterd_budget_unreturned_takes_total`,
+			"TAKEs answered TRYAGAIN: the remainder could not cover them while leases of an earlier run were not returned yet."),
 	}
 }

@@ -111,6 +111,10 @@ func (c *session) take(ctx context.Context, args [][]byte) error {
 	switch {
 	case errors.As(err, &nd):
 		c.fail(fmt.Sprintf("TIMEOUT %d units granted and journaled, %v; the grant stands, do not retry", got, nd.Err))
+	case errors.Is(err, budget.ErrLeasesNotReturned):
+		// Not 0: the units may be in those leases. Redis's TRYAGAIN is
+		// the transient refusal clients retry.
+		c.fail("TRYAGAIN " + err.Error() + " (the daemon is recovering them), retry shortly; not granted")
 	case err != nil:
 		c.fail("ERR " + err.Error() + "; not granted")
 	default:
