@@ -36,8 +36,14 @@ import (
 //  3. saveSeen records each pair's last counted view, and the counts go
 //     into the keys' slot rows by the totals' own statement (kind_total.go),
 //     so they are written exactly as INCR's, expiry included.
+//
+// A round's views are taken in pieces of at most the statement bound
+// (bound.go), in the same sorted order, a pair's views in one piece but
+// for a pair with more than half a piece of them (the next piece then
+// sees what the first saved: the same transaction): every statement is
+// bounded, and rows are still locked in sorted order.
 func init() {
-	Register(Writer{Name: "once", Kinds: []change.Kind{change.Once}, Order: -1, Exec: writeOnce})
+	Register(Writer{Name: "once", Kinds: []change.Kind{change.Once}, Order: -1, Exec: writeOnce, whole: true})
 }
 
 // seenPair is one (key, visitor) pair of a round, with what the seen set
@@ -63,15 +69,18 @@ func writeOnce(ctx context.Context, r *Round, cs []change.Change) error {
 		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Visitor, b.Visitor), cmp.Compare(a.At, b.At),
 			cmp.Compare(a.Window, b.Window)) // a total order: the same decisions whatever order the round came in
 	})
-	pairs, err := lockSeen(ctx, r.Tx, views)
-	if err != nil {
-		return err
-	}
-	counted := decide(views, pairs)
-	if err := saveSeen(ctx, r.Tx, pairs); err != nil {
-		return err
-	}
-	return addCounts(ctx, r, counted)
+	samePair := func(i int) bool { return views[i].Key == views[i-1].Key && views[i].Visitor == views[i-1].Visitor }
+	return pieces(len(views), r.store.rows, samePair, func(lo, hi int) error {
+		pairs, err := lockSeen(ctx, r.Tx, views[lo:hi])
+		if err != nil {
+			return err
+		}
+		counted := decide(views[lo:hi], pairs)
+		if err := saveSeen(ctx, r.Tx, pairs); err != nil {
+			return err
+		}
+		return addCounts(ctx, r, counted)
+	})
 }
 
 // lockSeen locks (creating if need be) the seen rows of the pairs of

@@ -52,6 +52,9 @@ type Options struct {
 	// round that writes a key with one moves its expiry to now plus it
 	// (COUNTERD_KEY_TTL, see retain.go).
 	KeyTTL func(key string) time.Duration
+	// StatementRows bounds the changes one statement of a round writes
+	// (default DefaultStatementRows; bound.go).
+	StatementRows int
 }
 
 // Store reads and writes counters in PostgreSQL.
@@ -59,6 +62,7 @@ type Store struct {
 	pool        *pgxpool.Pool
 	slots       int
 	writers     int
+	rows        int // Options.StatementRows
 	maxAttempts int
 	retention   func(key string, k change.Kind) (time.Duration, bool)
 	keyTTL      keyTTLFunc
@@ -86,7 +90,10 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 8
 	}
-	return &Store{pool: pool, slots: opts.Slots, writers: opts.Writers, maxAttempts: opts.MaxAttempts,
+	if opts.StatementRows <= 0 {
+		opts.StatementRows = DefaultStatementRows
+	}
+	return &Store{pool: pool, slots: opts.Slots, writers: opts.Writers, rows: opts.StatementRows, maxAttempts: opts.MaxAttempts,
 		retention: opts.Retention, keyTTL: opts.KeyTTL, spread: spread{always: opts.SplitAlways}}, nil
 }
 

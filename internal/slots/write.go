@@ -30,8 +30,9 @@ func (s *Store) Apply(ctx context.Context, batch []change.Change) (store.ApplyRe
 
 // ApplyOnce adds every change exactly once per id: the keys are split by
 // lane over up to s.writers transactions (one per minKeysPerWriter keys,
-// and one while PostgreSQL keeps up: spread.go), run at once, and each
-// transaction records id for its lanes. A lane
+// and one while PostgreSQL keeps up: spread.go), run at once, or over
+// more, that many at a time, for a batch past a few statements' worth
+// (bound.go); each transaction records id for its lanes. A lane
 // whose id (or a later one of the same generation) is already recorded is
 // skipped, so a batch retried after some or all of its transactions
 // committed, or replayed after a crash, is written once. On error some
@@ -45,36 +46,42 @@ func (s *Store) ApplyOnce(ctx context.Context, id store.BatchID, batch []change.
 	start := time.Now()
 	writers := s.spread.writers(s.writers, len(batch), start, store.Urgent(ctx))
 	defer func() { s.spread.wrote(start, time.Since(start)) }()
-	parts := make([]part, writers)
+	// A large round takes more transactions than writers, writers at a
+	// time, so a retry skips the lanes of those that committed (bound.go).
+	txs := s.transactions(writers, len(batch))
+	parts := make([]part, txs)
 	for l := range store.Lanes {
-		p := &parts[l%writers]
+		p := &parts[l%txs]
 		p.lanes = append(p.lanes, laneName(id.Identity, l))
 	}
 	// Size each part's changes first: growing them by append copied the
 	// round about twice over (11% of the daemon's CPU at -P 16).
-	lanes, sizes := make([]int, len(batch)), make([]int, writers)
+	lanes, sizes := make([]int, len(batch)), make([]int, txs)
 	for i, c := range batch {
 		lanes[i] = store.LaneOf(c.Key)
-		sizes[lanes[i]%writers]++
+		sizes[lanes[i]%txs]++
 	}
 	for w := range parts {
 		parts[w].changes = make([]laneChange, 0, sizes[w])
 	}
 	for i, c := range batch {
 		l := lanes[i]
-		p := &parts[l%writers]
-		// Lane l is the (l/writers)-th lane of its part; SQL arrays count
+		p := &parts[l%txs]
+		// Lane l is the (l/txs)-th lane of its part; SQL arrays count
 		// from 1.
-		p.changes = append(p.changes, laneChange{Change: c, lane: int16(l/writers + 1)})
+		p.changes = append(p.changes, laneChange{Change: c, lane: int16(l/txs + 1)})
 	}
 	var (
 		wg      sync.WaitGroup
-		results = make([]store.ApplyResult, writers)
-		errs    = make([]error, writers)
-		doneAll = make([]bool, writers)
+		running = make(chan struct{}, writers)
+		results = make([]store.ApplyResult, txs)
+		errs    = make([]error, txs)
+		doneAll = make([]bool, txs)
 	)
 	for w := range parts {
 		wg.Go(func() {
+			running <- struct{}{}
+			defer func() { <-running }()
 			doneAll[w], errs[w] = s.write(ctx, int64(id.Seq), &parts[w], &results[w])
 			errs[w] = fenced(errs[w])
 		})
@@ -113,7 +120,9 @@ func (s *Store) write(ctx context.Context, seq int64, p *part, res *store.ApplyR
 	if err != nil {
 		return false, err
 	}
-	if pl.exec {
+	if pl.exec || len(p.changes) > s.rows {
+		// A part past the statement bound is written in pieces
+		// (inlineInTx), so in a transaction.
 		return s.writeTx(ctx, seq, p, res)
 	}
 	parts, args := s.inlineArgs(pl, p.lanes, seq)

@@ -50,6 +50,10 @@ type Writer struct {
 	// of its Kinds (COUNTERD_KEY_TTL's retention takes every write of a
 	// key's value).
 	takes func(s *Store, c change.Change) bool
+	// whole says Exec takes a round's changes in one call however many
+	// there are, bounding its statements itself (kind_once.go); other
+	// Execs get pieces of at most the statement bound (bound.go).
+	whole bool
 	// readBuckets reads a kind's buckets, for the windowed kinds.
 	readBuckets func(ctx context.Context, s *Store, key string, k change.Kind, from, to int64, ids []store.Identity) (store.BucketSnapshot, error)
 }
@@ -198,7 +202,15 @@ func (s *Store) runWriters(ctx context.Context, tx pgx.Tx, p plan, res *store.Ap
 		if w.Exec == nil || len(p.batches[i]) == 0 {
 			continue
 		}
-		if err := w.Exec(ctx, r, plainChanges(p.batches[i])); err != nil {
+		cs := plainChanges(p.batches[i])
+		size := s.rows
+		if w.whole {
+			size = len(cs)
+		}
+		err := pieces(len(cs), size, func(j int) bool { return cs[j].Key == cs[j-1].Key }, func(lo, hi int) error {
+			return w.Exec(ctx, r, cs[lo:hi])
+		})
+		if err != nil {
 			return fmt.Errorf("%s: %w", w.Name, err)
 		}
 	}
@@ -209,8 +221,39 @@ func (s *Store) runWriters(ctx context.Context, tx pgx.Tx, p plan, res *store.Ap
 }
 
 // inlineInTx runs the round statement for p's inline changes, if it has
-// any, in tx.
+// any, in tx: one statement for them all within the statement bound, else
+// one per writer and piece of its changes, writer by writer, so rows are
+// still locked table by table in key order, as the one statement does.
 func (s *Store) inlineInTx(ctx context.Context, tx pgx.Tx, p plan, res *store.ApplyResult) error {
+	n := 0
+	for i, w := range registry {
+		if w.inline != nil {
+			n += len(p.batches[i])
+		}
+	}
+	if n <= s.rows {
+		return s.inlineStatement(ctx, tx, p, res)
+	}
+	for i, w := range registry {
+		cs := p.batches[i]
+		if w.inline == nil || len(cs) == 0 {
+			continue
+		}
+		err := pieces(len(cs), s.rows, func(j int) bool { return cs[j].Key == cs[j-1].Key }, func(lo, hi int) error {
+			one := plan{batches: make([][]laneChange, len(registry))}
+			one.batches[i] = cs[lo:hi]
+			return s.inlineStatement(ctx, tx, one, res)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inlineStatement runs the round statement for p's inline changes, if it
+// has any, in tx.
+func (s *Store) inlineStatement(ctx context.Context, tx pgx.Tx, p plan, res *store.ApplyResult) error {
 	parts, args := s.inlineArgs(p, nil, 0)
 	if parts == 0 {
 		return nil
