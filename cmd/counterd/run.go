@@ -162,6 +162,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		FleetRounds:      cfg.FleetRounds,
 		FleetIntervalMax: cfg.FleetIntervalMax,
 		MaxKeys:          cfg.FlushMaxKeys,
+		RoundTimeout:     cfg.RoundTimeout,
 		MaxPendingKeys:   cfg.MaxPendingKeys,
 		Shards:           loops,
 		Windows:          rules.windows,

@@ -63,6 +63,10 @@ type Counterd struct {
 	FlushTimeout   time.Duration `env:"COUNTERD_FLUSH_TIMEOUT" envDefault:"10s" help:"how long FLUSH and GET wait for PostgreSQL before replying -ERR"`
 	MaxPendingKeys int           `env:"COUNTERD_MAX_PENDING_KEYS" envDefault:"1000000" help:"refuse new keys (-BUSY, back off and retry) past this many unflushed keys"`
 
+	// 30s: a paced round takes well under a second; the allowance per
+	// change and the doubling fit the deadline to a backlog's round.
+	RoundTimeout time.Duration `env:"COUNTERD_ROUND_TIMEOUT" envDefault:"30s" help:"deadline of one attempt to write a round, plus 20µs per change of the round; doubled after each attempt of the round that ran out of it, up to 8 times the first"`
+
 	// A post liked 1000 times a second is far beyond what coalescing
 	// needs help with on one daemon, but it is where one key's slot rows
 	// start to carry real write load across a fleet.
@@ -207,6 +211,7 @@ func (c *Counterd) rules() []rule {
 		{"COUNTERD_FLEET_INTERVAL_MAX", c.FleetIntervalMax < 0, "must not be negative"},
 		{"COUNTERD_FLUSH_MAX_KEYS", c.FlushMaxKeys < 1, "must be at least 1"},
 		{"COUNTERD_FLUSH_TIMEOUT", c.FlushTimeout <= 0, "must be positive"},
+		{"COUNTERD_ROUND_TIMEOUT", c.RoundTimeout <= 0, "must be positive"},
 		{"COUNTERD_MAX_PENDING_KEYS", c.MaxPendingKeys < 1, "must be at least 1"},
 		{"COUNTERD_HOT_RATE", c.HotRate <= 0, "must be positive"},
 		{"COUNTERD_HOT_TARGET", c.HotTarget <= 0, "must be positive"},

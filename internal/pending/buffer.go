@@ -52,8 +52,14 @@ type Options struct {
 	// FleetIntervalMax caps the fleet rule's rounds (0: no cap): the
 	// longest an increment waits for a round, unless a waiter cuts it.
 	FleetIntervalMax time.Duration
-	// RoundTimeout bounds one attempt to write a round (default 30s).
+	// RoundTimeout bounds one attempt to write a round (default 30s),
+	// with an allowance per change and growth per attempt that ran out of
+	// it (deadline.go).
 	RoundTimeout time.Duration
+	// StallAfter is how long the oldest queued round may wait to commit
+	// after its cut before Ready says rounds are not committing (default
+	// 5s).
+	StallAfter time.Duration
 	// MaxKeys starts a round early once this many keys are pending.
 	MaxKeys int
 	// MaxPendingKeys refuses new keys with ErrBackoff past this many.
@@ -90,6 +96,9 @@ func New(st store.Store, opts Options) *Buffer {
 	}
 	if opts.RoundTimeout <= 0 {
 		opts.RoundTimeout = 30 * time.Second
+	}
+	if opts.StallAfter <= 0 {
+		opts.StallAfter = 5 * time.Second
 	}
 	if opts.MaxKeys <= 0 {
 		opts.MaxKeys = 10000
@@ -137,7 +146,7 @@ func New(st store.Store, opts Options) *Buffer {
 		for _, c := range rec.Changes {
 			cs.restore(c)
 		}
-		r := &round{id: rec.ID, parts: parts{cs}, recovered: true}
+		r := &round{id: rec.ID, parts: parts{cs}, recovered: true, queuedAt: time.Now()}
 		f.rounds = append(f.rounds, r)
 		m.replayedRounds.Inc()
 	}

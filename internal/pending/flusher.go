@@ -53,6 +53,7 @@ type Flusher struct {
 // queue appends a cut round. The accumulator calls it under its lock.
 func (f *Flusher) queue(r *round) {
 	f.mu.Lock()
+	r.queuedAt = time.Now()
 	f.rounds = append(f.rounds, r)
 	f.mu.Unlock()
 }
@@ -247,10 +248,7 @@ func (f *Flusher) commitLater(ctx context.Context) {
 	for i := 1; i < len(queued); i++ {
 		r := queued[i]
 		batch := r.batch()
-		r.attempts++
-		wctx, cancel := context.WithTimeout(ctx, f.opts.RoundTimeout)
-		res, err := f.store.ApplyOnce(wctx, r.id, batch)
-		cancel()
+		res, err := f.apply(ctx, r, batch)
 		if err != nil {
 			if !errors.Is(err, store.ErrPartial) {
 				return
@@ -318,10 +316,7 @@ func (f *Flusher) commitOldest(ctx context.Context) error {
 	batch := r.batch()
 	start := time.Now()
 	began := f.now()
-	r.attempts++
-	wctx, cancel := context.WithTimeout(ctx, f.opts.RoundTimeout)
-	res, err := f.store.ApplyOnce(wctx, r.id, batch)
-	cancel()
+	res, err := f.apply(ctx, r, batch)
 	if err != nil {
 		return fmt.Errorf("commit round %d (%d keys, attempt %d): %w", r.id.Seq, len(batch), r.attempts, err)
 	}
@@ -463,13 +458,14 @@ func (f *Flusher) setHealth(err error) {
 }
 
 // Ready returns nil while rounds commit: the last write succeeded, or
-// nothing has needed writing. Otherwise the error says since when and why
-// they fail.
+// nothing has needed writing, and the oldest queued round has not waited
+// longer than it should (stalled). Otherwise the error says since when
+// and why they do not.
 func (f *Flusher) Ready() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failing == nil {
-		return nil
+		return f.stalled()
 	}
 	return fmt.Errorf("%w for %s (%d rounds queued): %w", ErrNotCommitting,
 		time.Since(f.failedAt).Round(time.Millisecond), len(f.rounds), f.failing)

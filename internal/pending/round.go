@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/store"
@@ -17,8 +18,12 @@ type round struct {
 	// recovered says the round was replayed from the journal of an
 	// earlier run, which may have committed it already.
 	recovered bool
-	// attempts counts writes tried; flusher goroutine only.
-	attempts int
+	// attempts counts writes tried, timeouts those that ran out of their
+	// deadline; written by the flusher goroutine under Flusher.mu (Ready
+	// reads attempts).
+	attempts, timeouts int
+	// queuedAt is when the round was queued (cut, or replayed at start).
+	queuedAt time.Time
 }
 
 // batch lists the round's changes that do something, a counter's cells

@@ -1,0 +1,78 @@
+package pending
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/store"
+)
+
+// Deadlines that fit a round. A round cut after an outage holds what
+// accumulated meanwhile (millions of changes), and a fixed deadline that
+// an ordinary round meets by far was one such a round missed on every
+// attempt. So an attempt gets RoundTimeout plus an allowance per change,
+// and a round whose attempt ran out of its deadline gets twice as long
+// the next time, up to maxDeadlineDoublings times; the store meanwhile
+// commits a large round in several transactions, which a retry skips
+// (slots/bound.go), so every attempt moves it forward.
+
+// perChangeAllowance is an attempt's time per change of its round, beyond
+// RoundTimeout: twice what a million INCRONCE views took on a loaded
+// 2-core machine (22 s, the costliest kind per change), so a round of two
+// million gets 30 s + 40 s on its first attempt.
+const perChangeAllowance = 20 * time.Microsecond
+
+// maxDeadlineDoublings bounds the growth: an attempt waiting on a
+// connection that never answers is given up within 8x its first deadline.
+const maxDeadlineDoublings = 3
+
+// roundDeadline is how long an attempt at writing a round of n changes
+// may take after timeouts of its attempts ran out of their deadlines.
+func (f *Flusher) roundDeadline(n, timeouts int) time.Duration {
+	d := f.opts.RoundTimeout + time.Duration(n)*perChangeAllowance
+	return d << min(timeouts, maxDeadlineDoublings)
+}
+
+// apply makes one attempt at writing r (whose changes are batch) within
+// its deadline.
+func (f *Flusher) apply(ctx context.Context, r *round, batch []change.Change) (store.ApplyResult, error) {
+	f.mu.Lock()
+	r.attempts++
+	timeouts := r.timeouts
+	f.mu.Unlock()
+	deadline := f.roundDeadline(len(batch), timeouts)
+	wctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	res, err := f.store.ApplyOnce(wctx, r.id, batch)
+	if err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+		f.mu.Lock()
+		r.timeouts++
+		f.mu.Unlock()
+		err = fmt.Errorf("deadline of %s: %w", deadline, err)
+	}
+	return res, err
+}
+
+// stalled says why rounds are not committing when the oldest queued
+// round has waited longer than StallAfter since it was cut, nil
+// otherwise: a paced round commits within a second of its cut, and the
+// rounds behind it wait. f.mu is held.
+func (f *Flusher) stalled() error {
+	if len(f.rounds) == 0 {
+		return nil
+	}
+	r := f.rounds[0]
+	waited := time.Since(r.queuedAt)
+	if waited <= f.opts.StallAfter {
+		return nil
+	}
+	state := "not yet attempted"
+	if r.attempts > 0 {
+		state = fmt.Sprintf("attempt %d still running", r.attempts)
+	}
+	return fmt.Errorf("%w: round %d queued for %s, %s (%d rounds queued)", ErrNotCommitting,
+		r.id.Seq, waited.Round(time.Second), state, len(f.rounds))
+}
