@@ -171,6 +171,13 @@ func (m *Manager) returnLost(ctx context.Context) {
 // forfeits every holder's expired leases. A lease not renewed keeps its
 // old deadline, after which it grants nothing.
 func (m *Manager) renew(ctx context.Context) {
+	if !m.inUse() {
+		// Nothing to renew, forfeit is any budget user's chore and there
+		// is nothing to prune: a daemon of a fleet that never took a
+		// lease spends no transactions here (docs/operations.md, Running
+		// a fleet).
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, m.opts.TTL/3)
 	defer cancel()
 	sent := m.opts.Now()
@@ -234,6 +241,14 @@ func (m *Manager) Close(ctx context.Context, flushed bool) error {
 	}
 	m.returnLost(ctx)
 	return nil
+}
+
+// inUse reports whether this run has taken from a budget or a sequence,
+// or has units to return.
+func (m *Manager) inUse() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.keys) > 0 || len(m.seqs) > 0 || len(m.unreturned[0]) > 0 || len(m.lost) > 0
 }
 
 func (m *Manager) allKeys() []*budgetKey {
