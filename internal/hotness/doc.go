@@ -99,7 +99,7 @@
 // and the figures measured with them are in docs/performance.md, under
 // "Hot-key classifier".
 //
-// Bytes reports 614,856 with defaults: the 512 KiB sketch, MaxHot entries
+// Bytes reports 614,872 with defaults: the 512 KiB sketch, MaxHot entries
 // of 64 bytes plus a pointer, and the largest index (16 KiB); the names of
 // hot keys come on top.
 package hotness
