@@ -331,7 +331,9 @@ func (l *eloop) takeInbox() {
 				l.close(c)
 				continue
 			}
-			l.after(c, c.quit)
+			if !l.back(c) {
+				continue
+			}
 		}
 		l.mark(c)
 	}

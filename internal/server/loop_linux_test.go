@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/store"
@@ -201,6 +204,56 @@ func TestLoopHangupDuringCommand(t *testing.T) {
 		if v.conns == 0 {
 			break // closed once the GET came back
 		}
+	}
+}
+
+// A client that takes none of its replies is disconnected at WriteTimeout
+// even while a command of its runs on a goroutine (here a GET waiting on
+// the store): it reads what was sent, then the end, before the GET
+// returns. The connection stays counted, and a loop's descriptor open,
+// until the GET comes back; then it is gone. The loops used to skip a busy
+// connection when checking write timeouts, and the goroutines noticed a
+// failed write only when they next wrote.
+func TestWriteTimeoutDuringCommand(t *testing.T) {
+	t.Parallel()
+	for _, mode := range ioModes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			g := gateStore{reading: make(chan struct{}), release: make(chan struct{})}
+			set := metrics.NewSet()
+			s := New(pending.New(g, pending.Options{}), Options{IO: mode, Loops: 1, WriteTimeout: 200 * time.Millisecond, Metrics: set})
+			c := dialLoop(t, serveUnix(t, s))
+			// Replies larger than the socket's buffers stay pending in the
+			// server while the GET waits.
+			big := strings.Repeat("x", 500<<10)
+			echo := fmt.Sprintf("*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n", len(big), big)
+			c.send(strings.Repeat(echo, 4) + "GET k\r\n")
+			<-g.reading
+			defer close(g.release)
+			for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+				var b strings.Builder
+				set.WritePrometheus(&b)
+				if strings.Contains(b.String(), `counterd_clients_disconnected_total{reason="write_timeout"} 1`) {
+					break
+				}
+				if time.Since(start) > 10*time.Second {
+					t.Fatalf("not disconnected 10s after it stopped reading, while its GET runs:\n%s", b.String())
+				}
+			}
+			_ = c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.Copy(io.Discard, c.c); errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatal("the connection is still open after its write timeout")
+			}
+			if n := s.Conns(); n != 1 {
+				t.Fatalf("%d connections while the GET runs; want 1, closed once it returns", n)
+			}
+			g.release <- struct{}{}
+			for start := time.Now(); s.Conns() != 0; time.Sleep(10 * time.Millisecond) {
+				if time.Since(start) > 10*time.Second {
+					t.Fatalf("%d connections 10s after the GET returned; want 0", s.Conns())
+				}
+			}
+		})
 	}
 }
 

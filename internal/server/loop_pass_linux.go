@@ -228,15 +228,34 @@ func (l *eloop) runCmd(c *lconn) {
 	}()
 }
 
-// after handles the end of one command on c.
+// after handles the end of one command on c. The output limit counts
+// every reply held for the client: those the socket has not taken (pend)
+// and those not yet written.
 func (l *eloop) after(c *lconn, quit error) {
 	if quit != nil && c.quit == nil {
 		c.quit = quit
 	}
-	if c.sess.overLimit() {
+	if c.sess.overLimit(len(c.pend)) {
 		c.sess.resetOut() // what was accepted is journaled, not answered
 		l.close(c)
 	}
+}
+
+// back takes c from the goroutine that ran its command and writes that
+// command's replies before c reads again, as finish does after a command
+// run on the loop. Kept until the pass's end, a pipeline of blocking
+// commands (GET, MGET...) ran one after another without a write: their
+// replies grew where neither the read stop at half the output limit
+// (paused) nor the write timeout saw them. It reports false if it closed c.
+func (l *eloop) back(c *lconn) bool {
+	l.after(c, c.quit)
+	if c.closed {
+		return false
+	}
+	if len(c.sess.out) > 0 {
+		return l.write(c)
+	}
+	return true
 }
 
 // finish writes c's replies, then closes it or queues it for the next
@@ -345,10 +364,12 @@ func (l *eloop) wantOutput(c *lconn, on bool) {
 }
 
 // writeTimeouts closes connections whose client took none of its replies
-// within Options.WriteTimeout.
+// within Options.WriteTimeout, whether or not a goroutine runs a command
+// of theirs now: a pipeline of blocking commands keeps its connection
+// busy most of the time.
 func (l *eloop) writeTimeouts(now time.Time) {
 	for _, c := range l.conns {
-		if len(c.pend) == 0 || c.busy || now.Sub(c.since) < l.s.opts.WriteTimeout {
+		if len(c.pend) == 0 || c.doomed || now.Sub(c.since) < l.s.opts.WriteTimeout {
 			continue
 		}
 		l.s.out.writeTimeout.Inc()
@@ -358,15 +379,22 @@ func (l *eloop) writeTimeouts(now time.Time) {
 	}
 }
 
-// close ends c. A busy connection is closed when it comes back: its
-// goroutine still runs a command on its session, and Serve must not
-// return (nor the loop's descriptors close) before that command ends.
+// close ends c. A busy connection is shut down at once, so its client
+// sees the end and its unsent replies are let go, but its descriptor is
+// closed when it comes back: its goroutine still runs a command on its
+// session, the descriptor must not be reused under it, and Serve must not
+// return (nor the loop's descriptors close) before that command ends. The
+// goroutine never touches the socket: only the loop reads and writes it.
 func (l *eloop) close(c *lconn) {
 	if c.closed {
 		return
 	}
 	if c.busy {
-		c.doomed = true
+		if !c.doomed {
+			c.doomed = true
+			c.pend = nil
+			_ = unix.Shutdown(c.fd, unix.SHUT_RDWR)
+		}
 		return
 	}
 	c.closed = true

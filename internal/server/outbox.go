@@ -39,6 +39,13 @@ type outbox struct {
 // unsent is the reply bytes not yet written. The caller holds mu.
 func (o *outbox) unsent() int { return len(o.queued) + o.writing }
 
+// held is the reply bytes not yet written, for the output limit.
+func (o *outbox) held() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.unsent()
+}
+
 // idle reports whether nothing is waiting to be written and no write
 // failed, so the session may write directly without reordering replies.
 func (o *outbox) idle() bool {
@@ -91,6 +98,12 @@ func (o *outbox) run(c *session, conn net.Conn) {
 		_, err := conn.Write(buf)
 		if err != nil {
 			c.writeFailed(conn, err, len(buf))
+			// Disconnect now: the session may be waiting for input (a
+			// client that sent its whole pipeline and reads nothing) or
+			// running a command, and would not notice the error until it
+			// next writes. Closing wakes its read; the runtime closes the
+			// descriptor once that read has returned.
+			_ = conn.Close()
 		}
 		o.mu.Lock()
 		o.writing = 0

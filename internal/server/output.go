@@ -39,17 +39,19 @@ func newOutputMetrics(set *metrics.Set) outputMetrics {
 // errOutputLimit ends a session whose pending replies passed the limit.
 var errOutputLimit = errors.New("replies pending past the output limit")
 
-// overLimit reports whether the replies pending for a connection passed
-// Options.OutputLimit; if so it counts and logs the disconnection. Writes
-// start at maxPendingOut, so only one command's very large reply (MGET of
-// a huge key list, say) can get there.
-func (c *session) overLimit() bool {
-	if len(c.out) <= c.s.opts.OutputLimit {
+// overLimit reports whether the replies pending for a connection, held
+// bytes the client has not taken yet and those of c.out, passed
+// Options.OutputLimit; if so it counts and logs the disconnection. A
+// connection stops reading while half the limit is held, so only one
+// command's very large reply (MGET of a huge key list, say) can get there.
+func (c *session) overLimit(held int) bool {
+	n := held + len(c.out)
+	if n <= c.s.opts.OutputLimit {
 		return false
 	}
 	c.s.out.outputLimit.Inc()
 	c.s.opts.Logger.Warn("closing connection: replies pending past COUNTERD_CLIENT_OUTPUT_LIMIT",
-		"conn", c.conn.id, "pending_bytes", len(c.out), "limit", c.s.opts.OutputLimit)
+		"conn", c.conn.id, "pending_bytes", n, "limit", c.s.opts.OutputLimit)
 	return true
 }
 

@@ -80,12 +80,13 @@ func (s *Server) session(ctx context.Context, c net.Conn) error {
 				break
 			}
 			quit = sess.exec(ctx, args)
-			if sess.overLimit() {
-				sess.endGroup(ctx) // what was accepted is journaled, not answered
-				return errOutputLimit
-			}
 			if len(sess.out) >= maxPendingOut {
 				sess.endGroup(ctx)
+				// Below maxPendingOut c.out and the outbox's at most half
+				// the limit (write waits for that) are within the limit.
+				if sess.overLimit(sess.ob.held()) {
+					return errOutputLimit // what was accepted is journaled, not answered
+				}
 				if err := sess.write(c); err != nil {
 					return err
 				}
