@@ -228,7 +228,15 @@ func TestWriteTimeoutDuringCommand(t *testing.T) {
 			big := strings.Repeat("x", 500<<10)
 			echo := fmt.Sprintf("*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n", len(big), big)
 			c.send(strings.Repeat(echo, 4) + "GET k\r\n")
-			<-g.reading
+			select {
+			case <-g.reading:
+			case <-time.After(30 * time.Second):
+				// Under load the server may stop reading (its replies
+				// filling the socket) before it reaches the GET: then no
+				// command runs while the client is disconnected, and this
+				// run has nothing to check (seen once in a full suite run).
+				t.Skip("the GET was not read within 30s: no command ran during the write timeout")
+			}
 			defer close(g.release)
 			for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
 				var b strings.Builder
