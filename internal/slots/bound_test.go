@@ -108,20 +108,26 @@ func TestRoundStatementsBounded(t *testing.T) {
 // writes only the rest: each attempt moves the round forward, and the
 // round lands exactly once. Before, the round was two transactions of
 // eight lanes each, and one held row kept half the round from
-// committing.
+// committing. A key's views are all in one of the transactions (its
+// lane's), so no two transactions of a round add to the same key's slot
+// rows: views placed by their visitor's lane made the round's own
+// transactions wait for each other past lock_timeout after an outage.
 func TestLargeRoundRetryMakesProgress(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
-	// 4,000 views at 200 a transaction: one transaction per lane.
+	// 4,032 views at 200 a transaction: one transaction per lane.
 	s, err := slots.New(db.Pool, slots.Options{Slots: 4, StatementRows: 50, SplitAlways: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	const views = 4000
+	const keys, visitors = 64, 63
+	const views = keys * visitors
 	var batch []change.Change
-	for i := range views {
-		batch = append(batch, onceAt("vw:2", fmt.Sprintf("u%d", i), 0))
+	for k := range keys {
+		for v := range visitors {
+			batch = append(batch, onceAt(fmt.Sprintf("vw:%d", k), fmt.Sprintf("u%d", v), 0))
+		}
 	}
 	// Hold one visitor's seen row, as another daemon deciding the same
 	// visitor would: its lane's transaction waits for it.
@@ -130,9 +136,17 @@ func TestLargeRoundRetryMakesProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Rollback(ctx) //nolint:errcheck // released below
-	if _, err := held.Exec(ctx, `INSERT INTO counter_seen (key, visitor_hash) VALUES ('vw:2', $1)`,
+	if _, err := held.Exec(ctx, `INSERT INTO counter_seen (key, visitor_hash) VALUES ('vw:0', $1)`,
 		change.VisitorHash([]byte("u0"))); err != nil {
 		t.Fatal(err)
+	}
+	sum := func() int64 {
+		t.Helper()
+		var n int64
+		if err := db.Pool.QueryRow(ctx, `SELECT coalesce(sum(total), 0) FROM counter_totals WHERE key LIKE 'vw:%'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
 	}
 	id := store.BatchID{Identity: store.Identity{Instance: "progress"}, Seq: 1}
 	actx, cancel := context.WithCancel(ctx)
@@ -165,15 +179,27 @@ func TestLargeRoundRetryMakesProgress(t *testing.T) {
 	if got := lanesAt(); got != store.Lanes-1 {
 		t.Fatalf("lanes committed by the cut-short attempt: %d; want %d", got, store.Lanes-1)
 	}
+	// Every key of the held lane waits whole; every other key committed
+	// whole.
+	for k := range keys {
+		key := fmt.Sprintf("vw:%d", k)
+		want := int64(visitors)
+		if store.LaneOf(key) == store.LaneOf("vw:0") {
+			want = 0
+		}
+		if got := total(t, db, key); got != want {
+			t.Errorf("%s after the cut-short attempt: got %d; want %d (a key's views in its lane's transaction)", key, got, want)
+		}
+	}
 	if err := held.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	before := total(t, db, "vw:2")
+	before := sum()
 	res, err := s.ApplyOnce(ctx, id, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := total(t, db, "vw:2"); got != views {
+	if got := sum(); got != views {
 		t.Fatalf("total after the retry: got %d; want %d", got, views)
 	}
 	if before == 0 || before == views || res.Duplicate {

@@ -58,7 +58,12 @@ func (s *Store) ApplyOnce(ctx context.Context, id store.BatchID, batch []change.
 	// round about twice over (11% of the daemon's CPU at -P 16).
 	lanes, sizes := make([]int, len(batch)), make([]int, txs)
 	for i, c := range batch {
-		lanes[i] = store.LaneOf(c.Key)
+		// By the counter's key, not the change's: an INCRONCE view's Key
+		// carries its visitor and window (change.Spec.Suffix), and views
+		// of one key spread over a large round's transactions added to
+		// the key's slot rows from each, so one waited for another past
+		// lock_timeout and the round's attempts failed on themselves.
+		lanes[i] = store.LaneOf(c.CounterKey())
 		sizes[lanes[i]%txs]++
 	}
 	for w := range parts {
