@@ -13,11 +13,17 @@ use_database DATABASE_URL
 # COUNTERD_PARTITIONS=N (a power of two): counterd and rollup run on a
 # PL/Proxy cluster of N partitions, databases counterd_p0.. on the same
 # server, declared as server counterd in database counterd_proxy
-# (scripts/cluster.sh), which becomes DATABASE_URL. Unset: DATABASE_URL
-# alone.
+# (scripts/cluster.sh), which becomes DATABASE_URL; COUNTERD_CLUSTER
+# names another cluster. Unset: DATABASE_URL alone. A journal belongs to
+# the database it writes (a switch was warned about at every start, and
+# refused while it held rounds), so each has its own: .journal/ alone,
+# .journal-<cluster>/ partitioned.
+journal=$PWD/.journal
 if [[ -n ${COUNTERD_PARTITIONS:-} ]]; then
-	DATABASE_URL=$(scripts/cluster.sh "$DATABASE_URL" "$COUNTERD_PARTITIONS" counterd)
-	export COUNTERD_CLUSTER=counterd ROLLUP_CLUSTER=counterd
+	cluster=${COUNTERD_CLUSTER:-counterd}
+	DATABASE_URL=$(scripts/cluster.sh "$DATABASE_URL" "$COUNTERD_PARTITIONS" "$cluster")
+	export COUNTERD_CLUSTER=$cluster ROLLUP_CLUSTER=$cluster
+	journal=$PWD/.journal-$cluster
 	reads="-c \"select * from counter_totals(array['post:42'])\""
 else
 	reads="-c 'select * from counter_totals'"
@@ -55,13 +61,13 @@ if [[ -z ${COUNTERD_SOCKET:-} ]]; then
 fi
 export COUNTERD_SOCKET
 export COUNTERD_METRICS_ADDR=${COUNTERD_METRICS_ADDR:-127.0.0.1:0}
-export COUNTERD_JOURNAL_DIR=${COUNTERD_JOURNAL_DIR:-$PWD/.journal}
+export COUNTERD_JOURNAL_DIR=${COUNTERD_JOURNAL_DIR:-$journal}
 # The demo counts post:* keys per minute, hour and day too (COUNT ...
 # SINCE, RANGE, TOP); set COUNTERD_WINDOWS= to turn that off.
 export COUNTERD_WINDOWS=${COUNTERD_WINDOWS-post:*=minute:2h,hour:14d,day:400d}
 # Fold often, so the demo shows slot rows moving into counters.
 export ROLLUP_SCHEDULE=${ROLLUP_SCHEDULE:-@every 10s}
-log=$RUN_DIR/counterd.log
+log=$RUN_DIR/counterd.log rollup_log=$RUN_DIR/rollup.log
 
 # Ctrl-C sends SIGINT to everything in the terminal's foreground process
 # group: this script, counterd, rollup and the tee of counterd's log (make
@@ -71,7 +77,7 @@ log=$RUN_DIR/counterd.log
 # does: a tee killed first would take counterd's log with it. The script
 # stops its children, waits for them, and exits 0 when they stopped
 # cleanly.
-pids=() socket='' tee_pid=''
+pids=() socket='' tee_pids=()
 declare -A names
 # stop_all stops what this script started, once, and fails if counterd or
 # rollup exited with an error.
@@ -90,10 +96,10 @@ stop_all() {
 		esac
 	done
 	pids=()
-	# tee ends once counterd closes its end: wait, so its last lines come
-	# before ours.
-	if [[ -n $tee_pid ]]; then wait "$tee_pid" 2>/dev/null || true; fi
-	tee_pid=''
+	# Each tee ends once its process closes its end: wait, so their last
+	# lines come before ours.
+	for p in "${tee_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	tee_pids=()
 	# A counterd that did not shut down cleanly leaves its socket behind.
 	if [[ -n $socket && -S $socket ]]; then rm -f "$socket"; fi
 	if [[ $started_pg == 1 ]]; then
@@ -116,11 +122,12 @@ interrupted() {
 trap interrupted INT TERM HUP
 trap 'trap "" INT TERM HUP; stop_all || true' EXIT
 
-# counterd's log goes to the terminal and to the log file, where this
-# script reads the addresses it really listens on.
+# counterd's and rollup's logs go to the terminal and to log files, where
+# this script reads the addresses counterd really listens on and when
+# each is ready.
 : >"$log"
 exec 3> >(trap '' INT TERM HUP; exec tee -a "$log" >&2)
-tee_pid=$!
+tee_pids+=($!)
 "$BIN"/counterd 2>&3 &
 pids+=($!) names[$!]=counterd
 exec 3>&-
@@ -137,8 +144,24 @@ if ! grep -q 'msg="counterd ready"' "$log"; then
 fi
 socket=$(sed -n 's/.*msg="counterd ready" socket=\([^ ]*\).*/\1/p' "$log" | tail -1)
 metrics=$(sed -n 's/.*msg="serving metrics" addr=\([^ ]*\).*/\1/p' "$log" | tail -1)
-"$BIN"/rollup &
+: >"$rollup_log"
+exec 3> >(trap '' INT TERM HUP; exec tee -a "$rollup_log" >&2)
+tee_pids+=($!)
+"$BIN"/rollup 2>&3 &
 pids+=($!) names[$!]=rollup
+exec 3>&-
+# The banner waits for rollup to have checked its settings against the
+# database (ROLLUP_TARGETS against the catalog): before, it said all was
+# running while rollup was about to refuse them.
+for _ in $(seq 300); do
+	grep -q 'rollup scheduled' "$rollup_log" && break
+	if ! kill -0 "${pids[1]}" 2>/dev/null; then break; fi
+	sleep 0.1
+done
+if ! grep -q 'rollup scheduled' "$rollup_log"; then
+	echo "make run: rollup failed to start; its log is above and in $rollup_log" >&2
+	exit 1
+fi
 # Any client of the protocol works; nc shows it when it is installed.
 nc_line=''
 if command -v nc >/dev/null; then

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -244,4 +246,91 @@ func TestScriptsRefuseForeignScheme(t *testing.T) {
 		"database.sh: DATABASE_URL is not a valid PostgreSQL URL or DSN: a keyword/value DSN must name host or dbname\n")
 	f("scripts/test.sh", "TEST_DATABASE_URL", "mysql://u:hunter2@localhost/x",
 		"database.sh: TEST_DATABASE_URL is not a valid PostgreSQL URL or DSN: scheme mysql:// is neither postgres:// nor postgresql://\n")
+}
+
+// fakeBin returns a directory holding stand-ins for counterd and rollup
+// for make run: counterd writes its COUNTERD_JOURNAL_DIR to the file
+// journal beside them, says it is ready and waits for SIGTERM; rollup
+// runs rollupScript.
+func fakeBin(t *testing.T, rollupScript string) string {
+	t.Helper()
+	bin := shortDir(t)
+	counterd := `#!/bin/sh
+printf '%s\n' "$COUNTERD_JOURNAL_DIR" >"$(dirname "$0")/journal"
+echo 'level=INFO msg="counterd ready" socket=/nonexistent/c.sock' >&2
+trap 'exit 0' TERM
+while :; do sleep 1; done
+`
+	for name, text := range map[string]string{"counterd": counterd, "rollup": "#!/bin/sh\n" + rollupScript} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
+}
+
+// make run prints its banner only once rollup has checked its settings:
+// a rollup that refuses ROLLUP_TARGETS stops make run before it, which
+// says so. Before, the banner said all was running, then rollup exited.
+func TestRunScriptWaitsForRollup(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{NoMigrate: true})
+	bin := fakeBin(t, `echo 'rollup: ROLLUP_TARGETS: no table posts' >&2; exit 2`)
+	cmd := exec.Command("bash", "scripts/run.sh")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+db.URL, "BIN="+bin, "RUN_DIR="+filepath.Join(shortDir(t), "run"))
+	cmd.SysProcAttr = diesWithTest(syscall.SysProcAttr{})
+	out, err := cmd.CombinedOutput()
+	if err == nil || strings.Contains(string(out), "Ctrl-C stops") || !strings.Contains(string(out), "rollup: ROLLUP_TARGETS: no table posts") ||
+		!strings.Contains(string(out), "make run: rollup failed to start") {
+		t.Fatalf("make run with a rollup that refuses its settings: %v\n%s\nwant it to fail saying rollup failed to start, with no banner", err, out)
+	}
+}
+
+// Plain and partitioned make run keep their journals apart: a journal
+// belongs to the database it writes. Before, both used .journal/, and
+// each switch warned that the journal moved to another database (or
+// refused to start while it held rounds).
+func TestRunScriptJournalPerLayout(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{NoMigrate: true})
+	// A cluster of the test's own (scripts/cluster.sh's databases
+	// <name>_proxy and <name>_p0), never make run's counterd.
+	name := fmt.Sprintf("runtest_%d", time.Now().UnixNano()%1e9)
+	t.Cleanup(func() {
+		for _, d := range []string{name + "_proxy", name + "_p0"} {
+			if _, err := db.Pool.Exec(context.Background(), "DROP DATABASE IF EXISTS "+d+" WITH (FORCE)"); err != nil {
+				t.Errorf("drop %s: %v", d, err)
+			}
+		}
+	})
+	// rollup has nothing to check here; it stops make run at once.
+	bin := fakeBin(t, `echo 'msg="rollup scheduled"' >&2; exit 3`)
+	journal := func(extra ...string) string {
+		t.Helper()
+		cmd := exec.Command("bash", "scripts/run.sh")
+		cmd.Dir = "../.."
+		// The server's URL: psql, which cluster.sh runs, refuses db.URL's
+		// search_path parameter.
+		cmd.Env = append(os.Environ(), append([]string{"DATABASE_URL=" + pgtest.URL(t), "BIN=" + bin, "RUN_DIR=" + filepath.Join(shortDir(t), "run")}, extra...)...)
+		cmd.SysProcAttr = diesWithTest(syscall.SysProcAttr{})
+		out, err := cmd.CombinedOutput()
+		if !strings.Contains(string(out), "make run: counterd or rollup exited (status 3)") {
+			t.Fatalf("make run %v: %v\n%s\nwant it to stop when rollup exits", extra, err, out)
+		}
+		b, err := os.ReadFile(filepath.Join(bin, "journal"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	plain := journal()
+	partitioned := journal("COUNTERD_PARTITIONS=1", "COUNTERD_CLUSTER="+name)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain != filepath.Join(root, ".journal") || partitioned != filepath.Join(root, ".journal-"+name) {
+		t.Fatalf("journals: plain %s, partitioned %s; want %s/.journal and %s/.journal-%s", plain, partitioned, root, root, name)
+	}
 }
