@@ -351,3 +351,21 @@ func TestRefusingDatabaseExitsTwo(t *testing.T) {
 		}
 	}
 }
+
+// -h after the verb prints usage and exits 0, as before it. Before,
+// rollup once --help was refused as unknown arguments (exit 2).
+func TestVerbHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"once", "--help"}, {"once", "-h"}, {"schedule", "-h"}} {
+		out, err := exec.Command(binary, args...).Output()
+		if err != nil || !strings.HasPrefix(string(out), "usage: rollup [once]") || !strings.Contains(string(out), "ROLLUP_TARGETS") {
+			t.Errorf("rollup %v: %v, %q; want exit 0 and the usage with the settings", args, err, out)
+		}
+	}
+	// Anything else after the verb is still refused.
+	cmd := exec.Command(binary, "once", "--now")
+	cmd.Env = []string{"DATABASE_URL=postgres://x/y"}
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "unknown arguments") {
+		t.Errorf("rollup once --now: %v, %q; want refused as unknown arguments", err, out)
+	}
+}
