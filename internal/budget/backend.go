@@ -2,7 +2,10 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Backend is where budgets, their leases and sequences are kept: Store,
@@ -23,3 +26,10 @@ type Backend interface {
 }
 
 var _ Backend = (*Store)(nil)
+
+// notSent reports whether err says a statement never reached PostgreSQL:
+// no connection could be made, or pgx failed it before writing it.
+func notSent(err error) bool {
+	var connect *pgconn.ConnectError
+	return errors.As(err, &connect) || pgconn.SafeToRetry(err)
+}

@@ -141,3 +141,89 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A lease attempt that failed before its statement was sent (the
+// database refusing connections: an outage, a partition down) took
+// nothing, so it is not remembered as a lease whose reply may be lost: a
+// partition down for 30 s under TAKE load made thousands such attempts,
+// which pushed a lease whose reply was really lost out of the bounded
+// list (maxLost) before the outage ended, and its units stayed leased,
+// renewed with the holder's others, while the daemon ran.
+func TestLostLeaseSurvivesRefusedConnections(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	ctx := context.Background()
+
+	r := &replies{cut: make(chan struct{})}
+	var refuse atomic.Bool
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	dial := cfg.ConnConfig.DialFunc
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if refuse.Load() {
+			return nil, errors.New("connection refused by the test")
+		}
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &holdConn{Conn: c, r: r}, nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := pool.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := New(NewStore(pool), Options{
+		Holder:   "h1",
+		TTL:      time.Hour,
+		Interval: 20 * time.Millisecond,
+		Record: func(change.Change) (func(context.Context) error, error) {
+			return nil, errors.New("no grant is expected: every lease is lost or refused")
+		},
+		Replayed: func(context.Context) error { return nil },
+	})
+	running(t, m)
+	if _, err := NewStore(db.Pool).Add(ctx, "gift", 1000); err != nil {
+		t.Fatal(err)
+	}
+
+	r.held.Store(true)
+	taken := make(chan error, 1)
+	go func() {
+		_, err := m.Take(ctx, "gift", 1)
+		taken <- err
+	}()
+	waitFor(t, "the lease to be committed", func() bool {
+		var n int
+		err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM budget_leases WHERE holder = 'h1'`).Scan(&n)
+		return err == nil && n == 1
+	})
+	// The connection breaks and the database refuses new ones: every
+	// TAKE until it is back fails before sending anything.
+	refuse.Store(true)
+	close(r.cut)
+	if err := <-taken; !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("TAKE whose lease reply was lost: %v; want ErrUnavailable", err)
+	}
+	r.held.Store(false)
+	for i := range 2 * maxLost {
+		if _, err := m.Take(ctx, "gift", 1); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("TAKE %d while connections are refused: %v; want ErrUnavailable", i, err)
+		}
+	}
+	refuse.Store(false)
+
+	waitFor(t, "the lost lease to be returned", func() bool {
+		tot, err := NewStore(db.Pool).Read(ctx, "gift")
+		return err == nil && tot == (Totals{Remaining: 1000, Total: 1000})
+	})
+	checkInvariant(t, db)
+}

@@ -306,6 +306,12 @@ func (m *Manager) acquire(ctx context.Context, k *budgetKey, w, floor int64) (bo
 	k.fetch = nil
 	switch {
 	case err != nil:
+		if notSent(err) {
+			// Nothing reached PostgreSQL, so nothing was leased; an
+			// outage's refused attempts must not push a lost lease out
+			// of the bounded list.
+			return false, err
+		}
 		// PostgreSQL may have leased and lost only the reply: the next
 		// tick looks for the lease and returns it.
 		m.mu.Lock()
