@@ -65,7 +65,7 @@ type Counterd struct {
 
 	// 30s: a paced round takes well under a second; the allowance per
 	// change and the doubling fit the deadline to a backlog's round.
-	RoundTimeout time.Duration `env:"COUNTERD_ROUND_TIMEOUT" envDefault:"30s" help:"deadline of one attempt to write a round, plus 20µs per change of the round; doubled after each attempt of the round that ran out of it, up to 8 times the first"`
+	RoundTimeout time.Duration `env:"COUNTERD_ROUND_TIMEOUT" envDefault:"30s" help:"deadline of one attempt to write a round, plus 100µs per change of the round; doubled after each attempt of the round that ran out of it, up to 8 times the first"`
 
 	// A post liked 1000 times a second is far beyond what coalescing
 	// needs help with on one daemon, but it is where one key's slot rows

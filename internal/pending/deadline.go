@@ -20,10 +20,13 @@ import (
 // (slots/bound.go), so every attempt moves it forward.
 
 // perChangeAllowance is an attempt's time per change of its round, beyond
-// RoundTimeout: twice what a million INCRONCE views took on a loaded
-// 2-core machine (22 s, the costliest kind per change), so a round of two
-// million gets 30 s + 40 s on its first attempt.
-const perChangeAllowance = 20 * time.Microsecond
+// RoundTimeout: what the costliest kind takes in one transaction on a
+// loaded 2-core machine (two million INCRONCE views of one key, one lane,
+// so one transaction: 180 s, 90 µs a view), so that such a round gets
+// 30 s + 200 s on its first attempt; at 20 µs its first two attempts
+// (70 s and 139 s) ran out and it committed on the third, 398 s after
+// the outage.
+const perChangeAllowance = 100 * time.Microsecond
 
 // maxDeadlineDoublings bounds the growth: an attempt waiting on a
 // connection that never answers is given up within 8x its first deadline.
