@@ -369,3 +369,86 @@ func TestVerbHelp(t *testing.T) {
 		t.Errorf("rollup once --now: %v, %q; want refused as unknown arguments", err, out)
 	}
 }
+
+// The scheduler counts its passes by result in
+// counterd_rollup_passes_total: one that folds is ok, one that fails (a
+// table locked past ROLLUP_LOCK_TIMEOUT) is error. Before, nothing but
+// the log told a failing rollup from a working one.
+func TestSchedulePassesCounted(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.Command(binary)
+	cmd.Env = []string{"DATABASE_URL=" + db.URL, "ROLLUP_SCHEDULE=@every 1s", "ROLLUP_LOG_LEVEL=debug",
+		"ROLLUP_METRICS_ADDR=127.0.0.1:0", "ROLLUP_LOCK_TIMEOUT=200ms"}
+	cmd.SysProcAttr = diesWithTest(syscall.SysProcAttr{})
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); pw.Close(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	addr := make(chan string, 1)
+	passed, failed := make(chan struct{}), make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		pass, fail := sync.OnceFunc(func() { close(passed) }), sync.OnceFunc(func() { close(failed) })
+		for sc.Scan() {
+			line := sc.Text()
+			if _, a, ok := strings.Cut(line, `msg="metrics listening" addr=`); ok {
+				addr <- a
+			}
+			if strings.Contains(line, `msg="rollup pass" `) {
+				pass()
+			}
+			if strings.Contains(line, `msg="rollup pass failed"`) {
+				fail()
+			}
+		}
+	}()
+	wait := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("no %s before the test's deadline", what)
+		}
+	}
+	var metricsAddr string
+	select {
+	case metricsAddr = <-addr:
+	case <-ctx.Done():
+		t.Fatal("no metrics address logged")
+	}
+	passes := func(result string) int {
+		t.Helper()
+		body := get(t, "http://"+metricsAddr+"/metrics")
+		re := regexp.MustCompile(`(?m)^counterd_rollup_passes_total\{result="` + result + `"\} (\d+)$`)
+		m := re.FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("/metrics has no counterd_rollup_passes_total{result=%q}:\n%s", result, body)
+		}
+		var n int
+		fmt.Sscan(m[1], &n)
+		return n
+	}
+	wait(passed, "pass")
+	if ok, bad := passes("ok"), passes("error"); ok < 1 || bad != 0 {
+		t.Fatalf("after a pass: ok %d, error %d; want ok at least 1, error 0", ok, bad)
+	}
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `LOCK TABLE counter_slots IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	wait(failed, "failed pass")
+	if bad := passes("error"); bad < 1 {
+		t.Fatalf("after a failed pass: error %d; want at least 1", bad)
+	}
+}

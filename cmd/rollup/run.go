@@ -18,6 +18,7 @@ import (
 	"github.com/counterd/counterd/internal/cluster"
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/database"
+	"github.com/counterd/counterd/internal/exposition"
 	"github.com/counterd/counterd/internal/logging"
 	"github.com/counterd/counterd/internal/slots"
 	"github.com/counterd/counterd/internal/targets"
@@ -84,7 +85,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	if err := serveMetrics(ctx, cfg, r.set, log); err != nil {
 		return err
 	}
-	return schedule(ctx, cfg.Schedule, log, func() error { return passAll(ctx, rs) })
+	return schedule(ctx, cfg.Schedule, log, newPassCounts(r.set), func() error { return passAll(ctx, rs) })
 }
 
 // partitions returns a roller per partition of ROLLUP_CLUSTER, each over
@@ -203,18 +204,34 @@ func serveMetrics(ctx context.Context, cfg config.Rollup, set *metrics.Set, log 
 	return nil
 }
 
+// passCounts counts the scheduler's passes by result, so an alert can
+// tell a rollup that keeps failing from one that runs.
+type passCounts struct{ ok, failed *metrics.Counter }
+
+func newPassCounts(set *metrics.Set) passCounts {
+	const help = "Scheduled rollup passes by result: ok, or error (a pass cut short by shutdown counts as neither)."
+	return passCounts{
+		ok:     exposition.Counter(set, `counterd_rollup_passes_total{result="ok"}`, help),
+		failed: exposition.Counter(set, `counterd_rollup_passes_total{result="error"}`, help),
+	}
+}
+
 // schedule runs pass on spec until ctx ends. A pass never overlaps the
-// previous one; a failed pass is logged and the next one tries again.
-func schedule(ctx context.Context, spec string, log *slog.Logger, pass func() error) error {
+// previous one; a failed pass is logged and counted, and the next one
+// tries again.
+func schedule(ctx context.Context, spec string, log *slog.Logger, passes passCounts, pass func() error) error {
 	c := cron.New(cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
 	if _, err := c.AddFunc(spec, func() {
-		if err := pass(); err != nil {
-			if ctx.Err() != nil {
-				// SIGTERM cancelled the pass; its chunks are atomic, so
-				// nothing is half done. Not an error.
-				log.Info("rollup pass cut short by shutdown", "err", err)
-				return
-			}
+		err := pass()
+		switch {
+		case err == nil:
+			passes.ok.Inc()
+		case ctx.Err() != nil:
+			// SIGTERM cancelled the pass; its chunks are atomic, so
+			// nothing is half done. Not an error.
+			log.Info("rollup pass cut short by shutdown", "err", err)
+		default:
+			passes.failed.Inc()
 			log.Error("rollup pass failed", "err", err)
 		}
 	}); err != nil {
