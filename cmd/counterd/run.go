@@ -335,12 +335,7 @@ func (r readiness) check(ctx context.Context) (string, error) {
 	if n := r.buf.Overflowed(); n > 0 {
 		note = fmt.Sprintf("; %d keys have a total beyond int64 (see counter_overflows)", n)
 	}
-	err := r.buf.Ready()
-	if behind := r.db.behind(); behind != "" {
-		// The flusher may be between attempts: say which partitions
-		// hold rounds back either way.
-		err = errors.Join(fmt.Errorf("behind: %s; the other partitions commit", behind), err)
-	}
+	err := withBehind(r.db.behind(), r.buf.Ready())
 	if err == nil {
 		// No round has failed, but a round's first attempt may
 		// still be waiting on an unreachable database (and with
@@ -354,6 +349,21 @@ func (r readiness) check(ctx context.Context) (string, error) {
 			err, r.buf.QueuedRounds(), r.buf.PendingKeys(), journalBytes(r.jr))
 	}
 	return note, nil
+}
+
+// withBehind adds to err, the flusher's reason rounds are not committing
+// (nil between attempts), the partitions that hold rounds back: a
+// clause of its own, so the text reads as two. (errors.Join put a
+// newline between them, which /readyz's reader saw as one sentence: "the
+// other partitions commit rounds are not committing".)
+func withBehind(behind string, err error) error {
+	if behind == "" {
+		return err
+	}
+	if err == nil {
+		return fmt.Errorf("behind: %s, while the other partitions commit", behind)
+	}
+	return fmt.Errorf("behind: %s, while the other partitions commit; %w", behind, err)
 }
 
 // running is what runs once the socket listens: the flusher, the
