@@ -146,7 +146,7 @@ socket=$(sed -n 's/.*msg="counterd ready" socket=\([^ ]*\).*/\1/p' "$log" | tail
 metrics=$(sed -n 's/.*msg="serving metrics" addr=\([^ ]*\).*/\1/p' "$log" | tail -1)
 : >"$rollup_log"
 exec 3> >(trap '' INT TERM HUP; exec tee -a "$rollup_log" >&2)
-tee_pids+=($!)
+tee_pids+=($!) rollup_tee=$!
 "$BIN"/rollup 2>&3 &
 pids+=($!) names[$!]=rollup
 exec 3>&-
@@ -155,7 +155,12 @@ exec 3>&-
 # running while rollup was about to refuse them.
 for _ in $(seq 300); do
 	grep -q 'rollup scheduled' "$rollup_log" && break
-	if ! kill -0 "${pids[1]}" 2>/dev/null; then break; fi
+	if ! kill -0 "${pids[1]}" 2>/dev/null; then
+		# It exited: its tee ends once it has copied the last lines, which
+		# may say it was scheduled (a rollup that stopped right after).
+		wait "$rollup_tee" 2>/dev/null || true
+		break
+	fi
 	sleep 0.1
 done
 if ! grep -q 'rollup scheduled' "$rollup_log"; then
