@@ -58,7 +58,8 @@ type Options struct {
 	RoundTimeout time.Duration
 	// StallAfter is how long the oldest queued round may wait to commit
 	// after its cut before Ready says rounds are not committing (default
-	// 5s).
+	// 5s), plus twice the time its size took at the last measured write
+	// rate (deadline.go, stallBound).
 	StallAfter time.Duration
 	// MaxKeys starts a round early once this many keys are pending.
 	MaxKeys int

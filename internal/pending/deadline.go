@@ -60,16 +60,15 @@ func (f *Flusher) apply(ctx context.Context, r *round, batch []change.Change) (s
 }
 
 // stalled says why rounds are not committing when the oldest queued
-// round has waited longer than StallAfter since it was cut, nil
-// otherwise: a paced round commits within a second of its cut, and the
-// rounds behind it wait. f.mu is held.
+// round has waited longer than its stall bound since it was cut, nil
+// otherwise. f.mu is held.
 func (f *Flusher) stalled() error {
 	if len(f.rounds) == 0 {
 		return nil
 	}
 	r := f.rounds[0]
 	waited := time.Since(r.queuedAt)
-	if waited <= f.opts.StallAfter {
+	if waited <= f.stallBound(r.len()) {
 		return nil
 	}
 	state := "not yet attempted"
@@ -78,4 +77,27 @@ func (f *Flusher) stalled() error {
 	}
 	return fmt.Errorf("%w: round %d queued for %s, %s (%d rounds queued)", ErrNotCommitting,
 		r.id.Seq, waited.Round(time.Second), state, len(f.rounds))
+}
+
+// stallBound is how long a round of n changes may wait after its cut
+// before Ready says rounds are not committing: StallAfter, plus twice
+// what n changes took at the rate the last large committed round was
+// written (0 until one was), up to the round's first deadline. A fixed
+// 5 s turned /readyz 503 several times a minute under a steady 35,000
+// operations a second, whose ordinary rounds of 300,000 keys take longer
+// than that to write.
+func (f *Flusher) stallBound(n int) time.Duration {
+	write := time.Duration(n) * time.Duration(f.perChange.Load())
+	return f.opts.StallAfter + min(2*write, f.roundDeadline(n, 0))
+}
+
+// measuredRoundMin is the smallest committed round whose write time per
+// change stallBound uses: smaller ones are mostly a commit's fixed cost.
+const measuredRoundMin = 1000
+
+// measured records the write time of a committed round of n changes.
+func (f *Flusher) measured(n int, took time.Duration) {
+	if n >= measuredRoundMin {
+		f.perChange.Store(int64(took) / int64(n))
+	}
 }

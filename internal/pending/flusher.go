@@ -46,6 +46,7 @@ type Flusher struct {
 
 	overflowed atomic.Int64 // keys with a stored total beyond int64
 	fleet      atomic.Int64 // live daemons on the database (SetFleet); 0: not known
+	perChange  atomic.Int64 // ns a change took in the last large committed round (stallBound)
 
 	m *bufferMetrics
 }
@@ -321,6 +322,7 @@ func (f *Flusher) commitOldest(ctx context.Context) error {
 		return fmt.Errorf("commit round %d (%d keys, attempt %d): %w", r.id.Seq, len(batch), r.attempts, err)
 	}
 	f.pace.wrote(f.now().Sub(began))
+	f.measured(len(batch), f.now().Sub(began))
 	f.mu.Lock()
 	// A new array, not rounds[1:]: the old one would keep committed
 	// rounds, and their maps of every key, alive until it is outgrown;

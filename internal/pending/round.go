@@ -26,6 +26,16 @@ type round struct {
 	queuedAt time.Time
 }
 
+// len is how many cells the round's parts hold: its changes, before a
+// counter's cells in several parts are merged.
+func (r *round) len() int {
+	n := 0
+	for _, cs := range r.parts {
+		n += cs.len()
+	}
+	return n
+}
+
 // batch lists the round's changes that do something, a counter's cells
 // in every part merged into one change. With one part holding cells (one
 // event loop, and nothing through the shared shard) it reads that part's
