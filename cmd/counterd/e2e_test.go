@@ -502,6 +502,7 @@ func TestStartWithRefusingDatabase(t *testing.T) {
 			cmd.SysProcAttr = diesWithTest(syscall.SysProcAttr{})
 			done := make(chan struct{})
 			var out []byte
+			var err error // not the enclosing test's: the subtests run at once
 			go func() { out, err = cmd.CombinedOutput(); close(done) }()
 			select {
 			case <-done:
