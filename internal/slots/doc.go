@@ -4,9 +4,13 @@
 // One counter is kept as a base row in counters plus up to Slots rows in
 // counter_slots. A write adds to a slot row that no other transaction holds
 // (SELECT ... FOR UPDATE SKIP LOCKED), so concurrent writers of one hot key
-// spread over its slots instead of queueing on one row lock; when every
-// existing slot of a key is held, or the key has none yet, it upserts into a
-// random slot (INSERT ... ON CONFLICT DO UPDATE). A whole batch is one
+// spread over its slots instead of queueing on one row lock. Each Store
+// has a home slot, picked at random when it opens, and looks for a free
+// row from there up, then from 0: the daemons of a fleet start from
+// different rows and seldom skip or wait for each other's. When every
+// existing slot of a key is held it creates its home row, or, that row
+// existing (and so held), upserts into a random other slot (INSERT ... ON
+// CONFLICT DO UPDATE), which may wait. A whole batch is one
 // INSERT over arrays (kind_total.go): a lateral SKIP LOCKED
 // pick feeds the upsert key by key, in key order, so a writer only waits
 // for a row while holding rows of smaller keys and writers cannot form a

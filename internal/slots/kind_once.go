@@ -218,15 +218,15 @@ func addCounts(ctx context.Context, r *Round, counted []change.View) error {
 	totals, buckets := onceChanges(r.store, counted)
 	b := newBatchArrays(len(totals))
 	for _, c := range totals {
-		b.add(c, r.Slots)
+		b.add(c, r.store.fallbackSlot())
 	}
-	args := []any{nil, b.keys, b.deltas, b.vars, b.fallback, b.lanes}
+	args := []any{nil, b.keys, b.deltas, b.vars, b.fallback, b.lanes, r.store.home}
 	if len(buckets) > 0 {
 		var bb bucketBatch
 		for _, c := range buckets {
 			bb.add(r.store, laneChange{Change: c, lane: 1})
 		}
-		args = append(args, bb.args()...)
+		args = append(args, bb.args(r.store.home)...)
 	}
 	expiring, err := r.store.anyExpiry(ctx)
 	if err != nil {

@@ -30,7 +30,7 @@ func init() {
 func writeSets(ctx context.Context, r *Round, cs []change.Change) error {
 	sets := newBatchArrays(len(cs))
 	for _, c := range cs {
-		sets.add(c, r.Slots)
+		sets.add(c, r.store.fallbackSlot())
 	}
 	// Remove the keys' expiries first, in a statement of its own: it
 	// waits for a rollup deleting one of these keys as expired, and

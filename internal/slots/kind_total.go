@@ -1,7 +1,6 @@
 package slots
 
 import (
-	"math/rand/v2"
 	"strings"
 
 	"github.com/counterd/counterd/internal/change"
@@ -10,10 +9,18 @@ import (
 // Totals (change.Total) are written by the round statement's written CTE.
 //
 // For each key whose lane is fresh, in the sorted order of the keys, the
-// lateral subquery locks the first slot row no other transaction holds
-// (FOR UPDATE SKIP LOCKED never waits) and the insert conflicts with that
-// row and adds to it; a key with no free row is upserted into the
-// caller's random slot, which may wait for its holder. The executor takes
+// lateral subqueries lock the first slot row no other transaction holds
+// (FOR UPDATE SKIP LOCKED never waits), looking from the writer's home
+// slot up and then from 0 (Store.home), and the insert conflicts with
+// that row and adds to it; a key with no free row gets its row in the
+// home slot, or, when the home row exists (and so is held), is upserted
+// into the caller's random other slot, which may wait for its holder. Daemons of a fleet have
+// different homes (most of them: each picks its home at random when it
+// starts), so their rounds writing one popular key start from
+// different rows and seldom meet: with every daemon starting at slot 0
+// (as before), 32 daemons' rounds queued behind each other's locks
+// (docs/performance.md, Fleet). One daemon alone writes each key into
+// one row. The executor takes
 // one key at a time (no sort between the join and the insert, and fresh
 // is a one-off InitPlan rather than a join), so a writer only ever waits
 // while holding rows of smaller keys and writers cannot form a lock
@@ -29,10 +36,10 @@ func init() {
 			args: func(s *Store, cs []laneChange) []any {
 				b := newBatchArrays(len(cs))
 				for _, c := range cs {
-					b.add(c.Change, s.slots)
+					b.add(c.Change, s.fallbackSlot())
 					b.lanes[len(b.lanes)-1] = c.lane
 				}
-				return []any{b.keys, b.deltas, b.vars, b.fallback, b.lanes}
+				return []any{b.keys, b.deltas, b.vars, b.fallback, b.lanes, s.home}
 			},
 		},
 	})
@@ -59,7 +66,9 @@ var (
 // totalsInsert is the written CTE, {amounts} being what it adds.
 const totalsInsert = `written AS (
     INSERT INTO counter_slots AS cs (key, slot, count, variance)
-    SELECT b.key, coalesce(f.slot, b.fallback),{amounts}
+    SELECT b.key, coalesce(f.slot, g.slot, CASE
+        WHEN EXISTS (SELECT FROM counter_slots h WHERE h.key = b.key AND h.slot = $a6::smallint)
+        THEN b.fallback ELSE $a6::smallint END),{amounts}
     FROM unnest($a1::text[], $a2::bigint[], $a3::float8[], $a4::smallint[], $a5::smallint[])
         AS b(key, n, v, fallback, lane)` + totalsPick
 
@@ -68,11 +77,18 @@ const totalsInsert = `written AS (
 const totalsPick = `
     LEFT JOIN LATERAL (
         SELECT s.slot FROM counter_slots s
-        WHERE s.key = b.key
+        WHERE s.key = b.key AND s.slot >= $a6::smallint
         ORDER BY s.slot
         LIMIT 1
         FOR UPDATE SKIP LOCKED
     ) AS f ON true
+    LEFT JOIN LATERAL (
+        SELECT s.slot FROM counter_slots s
+        WHERE f.slot IS NULL AND s.key = b.key AND s.slot < $a6::smallint
+        ORDER BY s.slot
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    ) AS g ON true
     WHERE $lanes::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane]
     ON CONFLICT (key, slot) DO UPDATE
     SET count = cs.count + excluded.count, variance = cs.variance + excluded.variance
@@ -84,7 +100,7 @@ type batchArrays struct {
 	keys     []string
 	deltas   []int64
 	vars     []float64
-	fallback []int16
+	fallback []int16 // a random slot other than the home
 	lanes    []int16 // all 1 unless set: the round statement without lanes ignores them
 }
 
@@ -96,10 +112,10 @@ func newBatchArrays(n int) batchArrays {
 	}
 }
 
-func (b *batchArrays) add(c change.Change, slots int) {
+func (b *batchArrays) add(c change.Change, fallback int16) {
 	b.keys = append(b.keys, c.Key)
 	b.deltas = append(b.deltas, c.Delta)
 	b.vars = append(b.vars, c.Var)
-	b.fallback = append(b.fallback, int16(rand.IntN(slots)))
+	b.fallback = append(b.fallback, fallback)
 	b.lanes = append(b.lanes, 1)
 }

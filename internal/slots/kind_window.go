@@ -2,7 +2,6 @@ package slots
 
 import (
 	"cmp"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -25,7 +24,7 @@ func init() {
 				for _, c := range cs {
 					b.add(s, c)
 				}
-				return b.args()
+				return b.args(s.home)
 			},
 		},
 		readBuckets: readBuckets,
@@ -56,7 +55,7 @@ func (b *bucketBatch) add(s *Store, c laneChange) {
 	start := time.Unix(c.Bucket, 0).UTC()
 	keep := s.keepUntil(c.Key, c.Kind, start)
 	b.rows = append(b.rows, bucketRow{key: c.Key, width: int16(c.Kind), start: start, n: c.Delta, v: c.Var,
-		fallback: int16(rand.IntN(s.slots)), lane: c.lane, keep: keep})
+		fallback: s.fallbackSlot(), lane: c.lane, keep: keep})
 }
 
 // keepUntil is when key's bucket of window kind k starting at start may
@@ -75,7 +74,7 @@ func (b *bucketBatch) len() int { return len(b.rows) }
 
 // args sorts the rows by primary key, the order every writer locks them
 // in, and returns them as bucketsCTE's arrays.
-func (b *bucketBatch) args() []any {
+func (b *bucketBatch) args(home int16) []any {
 	slices.SortFunc(b.rows, func(x, y bucketRow) int {
 		return cmp.Or(strings.Compare(x.key, y.key), cmp.Compare(x.width, y.width), x.start.Compare(y.start))
 	})
@@ -91,28 +90,41 @@ func (b *bucketBatch) args() []any {
 		keys[i], widths[i], starts[i], deltas[i], vars[i], fb[i], lns[i], keeps[i] =
 			r.key, r.width, r.start, r.n, r.v, r.fallback, r.lane, r.keep
 	}
-	return []any{keys, widths, starts, deltas, vars, fb, lns, keeps}
+	return []any{keys, widths, starts, deltas, vars, fb, lns, keeps, home}
 }
 
 // bucketsCTE writes the round's bucket changes by a second INSERT in the
 // round statement, so they commit with the totals and the lanes'
 // watermarks, exactly once. Each bucket change adds to the first unheld
-// slot row of its key, width and bucket (SKIP LOCKED), else upserts into
-// its random slot, in primary key order, as totals do; keep_until keeps
+// slot row of its key, width and bucket (SKIP LOCKED) from the home slot
+// on, else gets its row in the home slot or, that row being held, upserts
+// into its random other slot, in primary key order, as totals do; keep_until keeps
 // the latest of the writes'.
 const bucketsCTE = `bucket_written AS (
     INSERT INTO counter_bucket_slots AS bs (key, width, bucket_start, slot, count, variance, keep_until)
-    SELECT b.key, b.width, b.bucket_start, coalesce(f.slot, b.fallback), b.n, b.v, b.keep_until
+    SELECT b.key, b.width, b.bucket_start, coalesce(f.slot, g.slot, CASE
+        WHEN EXISTS (SELECT FROM counter_bucket_slots h WHERE h.key = b.key AND h.width = b.width
+                     AND h.bucket_start = b.bucket_start AND h.slot = $a9::smallint)
+        THEN b.fallback ELSE $a9::smallint END), b.n, b.v, b.keep_until
     FROM unnest($a1::text[], $a2::smallint[], $a3::timestamptz[], $a4::bigint[], $a5::float8[],
                 $a6::smallint[], $a7::smallint[], $a8::timestamptz[])
         AS b(key, width, bucket_start, n, v, fallback, lane, keep_until)
     LEFT JOIN LATERAL (
         SELECT s.slot FROM counter_bucket_slots s
         WHERE s.key = b.key AND s.width = b.width AND s.bucket_start = b.bucket_start
+          AND s.slot >= $a9::smallint
         ORDER BY s.slot
         LIMIT 1
         FOR UPDATE SKIP LOCKED
     ) AS f ON true
+    LEFT JOIN LATERAL (
+        SELECT s.slot FROM counter_bucket_slots s
+        WHERE f.slot IS NULL AND s.key = b.key AND s.width = b.width AND s.bucket_start = b.bucket_start
+          AND s.slot < $a9::smallint
+        ORDER BY s.slot
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    ) AS g ON true
     WHERE $lanes::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane]
     ON CONFLICT (key, width, bucket_start, slot) DO UPDATE
     SET count = bs.count + excluded.count, variance = bs.variance + excluded.variance,

@@ -55,12 +55,19 @@ type Options struct {
 	// StatementRows bounds the changes one statement of a round writes
 	// (default DefaultStatementRows; bound.go).
 	StatementRows int
+	// Home is the slot row this store's rounds try first for every key
+	// and create when none is free and it has none (kind_total.go),
+	// plus one: 0 picks
+	// one at random, so daemons sharing the database mostly start from
+	// different rows. For tests.
+	Home int
 }
 
 // Store reads and writes counters in PostgreSQL.
 type Store struct {
 	pool        *pgxpool.Pool
 	slots       int
+	home        int16 // the slot rounds try first (Options.Home)
 	writers     int
 	rows        int // Options.StatementRows
 	maxAttempts int
@@ -93,9 +100,34 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if opts.StatementRows <= 0 {
 		opts.StatementRows = DefaultStatementRows
 	}
-	return &Store{pool: pool, slots: opts.Slots, writers: opts.Writers, rows: opts.StatementRows, maxAttempts: opts.MaxAttempts,
+	return &Store{pool: pool, slots: opts.Slots, home: homeSlot(opts.Home, opts.Slots), writers: opts.Writers, rows: opts.StatementRows, maxAttempts: opts.MaxAttempts,
 		retention: opts.Retention, keyTTL: opts.KeyTTL, spread: spread{always: opts.SplitAlways}}, nil
 }
+
+// homeSlot is Options.Home's slot among slots: home-1, or at random for 0.
+func homeSlot(home, slots int) int16 {
+	if home > 0 {
+		return int16((home - 1) % slots)
+	}
+	return int16(rand.IntN(slots))
+}
+
+// fallbackSlot is a random slot other than the home (the home itself
+// with one slot), for a key none of whose rows is free while its home row
+// exists.
+func (s *Store) fallbackSlot() int16 {
+	if s.slots == 1 {
+		return 0
+	}
+	r := int16(rand.IntN(s.slots - 1))
+	if r >= s.home {
+		r++
+	}
+	return r
+}
+
+// Home is the slot row this store's rounds try first for each key.
+func (s *Store) Home() int { return int(s.home) }
 
 // Slots returns how many slot rows one key may spread over.
 func (s *Store) Slots() int { return s.slots }
