@@ -38,6 +38,9 @@ go test -race -count=1 ./...
 # The benchmark harness is its own module (bench/go.mod): vet it and run
 # its tests, which include a short run of every section of make bench.
 (cd bench && go vet ./... && go test -race -count=1 ./...)
+# What ships counterd (deploy/, its own module): the image, the manifests,
+# the units, the packages, the dashboard and the rules, each checked.
+(cd deploy && go vet ./... && go test -count=1 ./...)
 # Run every hot-path benchmark once, so a broken benchmark fails here rather
 # than when someone measures. (cmd/counterd's benchmarks run for minutes
 # whatever -benchtime says; make gobench runs them.)
