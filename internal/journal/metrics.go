@@ -23,6 +23,7 @@ type journalMetrics struct {
 func newJournalMetrics(set *metrics.Set, j *Journal) journalMetrics {
 	exposition.Gauge(set, `counterd_journal_bytes`, "Bytes of live journal segments (recovered, rotated but not yet removed, and current), headers included.",
 		func() float64 { return float64(j.Bytes()) })
+	exposition.Gauge(set, `counterd_journal_max_bytes`, "COUNTERD_JOURNAL_MAX_BYTES: appends are refused (-BUSY) once counterd_journal_bytes would pass it (0: no limit).", func() float64 { return float64(j.maxBytes) })
 	return journalMetrics{
 		appends:      exposition.Counter(set, `counterd_journal_appends_total`, "Records appended to the journal."),
 		appended:     exposition.Counter(set, `counterd_journal_appended_bytes_total`, "Bytes appended to the journal."),
