@@ -26,6 +26,14 @@ if ! command -v promtool >/dev/null && command -v apt-get >/dev/null && [[ $(id 
 		{ apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null; } ||
 		echo "could not install promtool; TestMetricsPassPromtool will skip" >&2
 fi
+# systemd-analyze checks the units in deploy/systemd (verify, and the
+# security exposure score); install it here so CI runs those tests too.
+if ! command -v systemd-analyze >/dev/null && command -v apt-get >/dev/null && [[ $(id -u) == 0 ]]; then
+	echo "installing systemd-analyze (apt-get install systemd)" >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends systemd >/dev/null ||
+		{ apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends systemd >/dev/null; } ||
+		echo "could not install systemd-analyze; deploy/systemd's TestVerify and TestSecurityExposure will skip" >&2
+fi
 
 if [[ $# -gt 0 ]]; then
 	go test "$@" ./...
