@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/counterd/counterd/internal/migrate"
 	"github.com/counterd/counterd/internal/server"
 )
 
@@ -27,7 +28,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "counterd:", err)
 		var u usageError
-		if errors.As(err, &u) {
+		// A schema this binary does not know is a version to change,
+		// not a failure to retry: exit 2, as a bad setting.
+		if errors.As(err, &u) || errors.Is(err, migrate.ErrTooNew) {
 			os.Exit(2)
 		}
 		os.Exit(1)

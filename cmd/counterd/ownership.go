@@ -13,6 +13,7 @@ import (
 
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/journal"
+	"github.com/counterd/counterd/internal/migrate"
 	"github.com/counterd/counterd/internal/owner"
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/store"
@@ -40,6 +41,9 @@ type ownership struct {
 	fleetMu sync.Mutex
 	fleet   func(n int)
 	fleetN  int
+	// queued, set once the buffer exists (watchQueue), says how many
+	// rounds wait to be committed; before that, the rounds replayed.
+	queued func() int
 
 	owners  []*owner.Owner // set by claim, before claimed is closed
 	claimed chan struct{}  // closed once the instance is claimed
@@ -51,7 +55,8 @@ type ownership struct {
 // journal.
 func permanent(err error) bool {
 	return errors.Is(err, owner.ErrInUse) || errors.Is(err, owner.ErrFenced) ||
-		errors.Is(err, owner.ErrOtherDatabase) || errors.Is(err, store.ErrFenced)
+		errors.Is(err, owner.ErrOtherDatabase) || errors.Is(err, store.ErrFenced) ||
+		errors.Is(err, migrate.ErrTooNew)
 }
 
 // claim binds and claims (once; the flusher calls it until it succeeds).
@@ -85,6 +90,9 @@ func (o *ownership) claim(ctx context.Context) error {
 	}
 	o.log.Info("journal instance claimed", "instance", c.Instance, "generation", c.Generation, "replaying_generations", len(c.Adopted))
 	owners[0].OnFleet(o.countedFleet)
+	for _, own := range owners {
+		own.OnQueued(o.queuedRounds)
+	}
 	o.owners = owners
 	close(o.claimed)
 	hctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -109,6 +117,24 @@ func (o *ownership) watchFleet(f func(n int)) {
 	if o.fleetN > 0 {
 		f(o.fleetN)
 	}
+}
+
+// watchQueue makes every heartbeat report f's count of queued rounds.
+func (o *ownership) watchQueue(f func() int) {
+	o.fleetMu.Lock()
+	defer o.fleetMu.Unlock()
+	o.queued = f
+}
+
+// queuedRounds is the count of rounds this run holds uncommitted.
+func (o *ownership) queuedRounds() int {
+	o.fleetMu.Lock()
+	f := o.queued
+	o.fleetMu.Unlock()
+	if f == nil {
+		return len(o.rounds)
+	}
+	return f()
 }
 
 func (o *ownership) countedFleet(n int) {

@@ -31,6 +31,7 @@ import (
 	"github.com/counterd/counterd/internal/slots"
 	"github.com/counterd/counterd/internal/socket"
 	"github.com/counterd/counterd/internal/store"
+	"github.com/counterd/counterd/internal/version"
 	"github.com/counterd/counterd/internal/windows"
 )
 
@@ -120,6 +121,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	}
 	defer b.close()
 	set := metrics.NewSet()
+	version.Register(set)
 	st, err := b.store(rules.storeOptions(cfg), set)
 	if err != nil {
 		return err
@@ -176,6 +178,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 	}
 	buf := pending.New(st, opts)
 	own.watchFleet(buf.SetFleet)
+	own.watchQueue(buf.QueuedRounds)
 	hot := hotness.New(hotness.Options{HotRate: cfg.HotRate, Target: cfg.HotTarget, MaxN: cfg.HotMaxN})
 	defer hot.Close()
 	budgets := newBudgets(cfg, log, b, jr, buf, lastSeq(rounds), own, set)

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/counterd/counterd/internal/migrate"
 )
 
 func main() {
@@ -24,7 +26,8 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rollup:", err)
 		var u usageError
-		if errors.As(err, &u) {
+		// A schema this binary does not know: exit 2, as counterd's.
+		if errors.As(err, &u) || errors.Is(err, migrate.ErrTooNew) {
 			os.Exit(2)
 		}
 		os.Exit(1)

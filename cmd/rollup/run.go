@@ -20,8 +20,10 @@ import (
 	"github.com/counterd/counterd/internal/database"
 	"github.com/counterd/counterd/internal/exposition"
 	"github.com/counterd/counterd/internal/logging"
+	"github.com/counterd/counterd/internal/migrate"
 	"github.com/counterd/counterd/internal/slots"
 	"github.com/counterd/counterd/internal/targets"
+	"github.com/counterd/counterd/internal/version"
 )
 
 // usageError is a bad command line or setting: exit code 2.
@@ -116,6 +118,10 @@ func partitions(ctx context.Context, cfg config.Rollup, proxy *pgxpool.Pool, r *
 			return nil, nil, fmt.Errorf("ROLLUP_CLUSTER %s: partition %d: %w", cfg.Cluster, i, err)
 		}
 		pools = append(pools, pool)
+		if err := migrate.Check(ctx, pool); err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("ROLLUP_CLUSTER %s: partition %d: %w", cfg.Cluster, i, err)
+		}
 		st, err := slots.New(pool, slots.Options{})
 		if err != nil {
 			closeAll()
@@ -165,7 +171,12 @@ func prepare(ctx context.Context, cfg config.Rollup, pool *pgxpool.Pool, log *sl
 		}
 		return nil, err
 	}
-	// The daemon owns the schema; rollup only needs it to exist.
+	// The daemon owns the schema; rollup only needs it to exist, and not
+	// to have migrations it does not know unless they were declared
+	// compatible with it.
+	if err := migrate.Check(ctx, pool); err != nil {
+		return nil, err
+	}
 	store, err := slots.New(pool, slots.Options{})
 	if err != nil {
 		return nil, err
@@ -187,6 +198,7 @@ func prepare(ctx context.Context, cfg config.Rollup, pool *pgxpool.Pool, log *sl
 		log.Info("rollup target", "pattern", t.Pattern, "column", t.Qualified())
 	}
 	set := metrics.NewSet()
+	version.Register(set)
 	return &roller{cfg: cfg, log: log, store: store, tset: tset, set: set, miss: newMissing(set, tset)}, nil
 }
 

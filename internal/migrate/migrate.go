@@ -34,6 +34,10 @@ type Migration struct {
 	Name    string
 	Up      string
 	Down    string
+	// CompatibleWith is the oldest migration a binary must know to run
+	// against a schema that has this one: the up file's
+	// "-- compatible-with: N" line, else Version itself (see Check).
+	CompatibleWith int
 }
 
 var fileRE = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.(up|down)\.sql$`)
@@ -69,6 +73,9 @@ func load(fsys fs.FS) ([]Migration, error) {
 		}
 		if m[3] == "up" {
 			mig.Up = string(body)
+			if mig.CompatibleWith, err = compatibleWith(v, mig.Up); err != nil {
+				return nil, fmt.Errorf("migration %s: %w", e.Name(), err)
+			}
 		} else {
 			mig.Down = string(body)
 		}
@@ -96,6 +103,22 @@ func Up(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) ([]int, error
 	if err != nil {
 		return nil, err
 	}
+	// A schema with migrations this binary does not know is refused
+	// before anything is applied, unless they were declared compatible
+	// with it.
+	var newer []schemaRow
+	_, err = step(ctx, pool, 0, func(tx pgx.Tx, _ bool) (bool, error) {
+		var cerr error
+		newer, cerr = check(ctx, tx, migs)
+		return false, cerr
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(newer) > 0 {
+		log.Info("the schema has newer migrations, declared compatible with this binary",
+			"known", migs[len(migs)-1].Version, "schema", newer[len(newer)-1].Version, "compatible_with", maxCompatible(newer))
+	}
 	var applied []int
 	for _, m := range migs {
 		done, err := step(ctx, pool, m.Version, func(tx pgx.Tx, have bool) (bool, error) {
@@ -105,8 +128,7 @@ func Up(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) ([]int, error
 			if _, err := tx.Exec(ctx, m.Up); err != nil {
 				return false, err
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO counterd_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
-			return true, err
+			return true, record(ctx, tx, m)
 		})
 		if err != nil {
 			return applied, fmt.Errorf("migrate up %03d_%s: %w", m.Version, m.Name, err)

@@ -45,6 +45,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/counterd/counterd/internal/migrate"
+	"github.com/counterd/counterd/internal/version"
 )
 
 // ErrInUse is wrapped by Acquire when another live daemon owns the
@@ -69,14 +72,20 @@ type Claim struct {
 	Host, BootID string
 	// PID is this process's id.
 	PID int
+	// Version is this binary's version and Migration its newest
+	// migration, shown in counterd_fleet.
+	Version   string
+	Migration int
 }
 
 // ThisRun returns a Claim for this process's journal.
 func ThisRun(instance, generation string, adopted []string, dir, dirID string) Claim {
 	host, _ := os.Hostname()
+	newest, _ := migrate.Newest() // the embedded migrations load, or the daemon had not migrated
 	return Claim{
 		Instance: instance, Generation: generation, Adopted: adopted,
 		Dir: dir, DirID: dirID, Host: host, BootID: bootID(), PID: os.Getpid(),
+		Version: version.Version(), Migration: newest.Version,
 	}
 }
 
@@ -128,7 +137,15 @@ type Owner struct {
 	// fleet, when set (OnFleet), gets the live daemons counted at every
 	// heartbeat.
 	fleet func(n int)
+	// queued, when set (OnQueued), says at every heartbeat how many
+	// rounds this run holds uncommitted.
+	queued func() int
 }
+
+// OnQueued makes every heartbeat record in counterd_owners how many
+// rounds f says this run holds uncommitted (counterd_fleet shows it).
+// Call it before Run.
+func (o *Owner) OnQueued(f func() int) { o.queued = f }
 
 // OnFleet makes every heartbeat, from the first one Run makes at once,
 // also count the live daemons on the database (this one included: the
@@ -178,9 +195,10 @@ func tryClaim(ctx context.Context, pool *pgxpool.Pool, c Claim, ttl time.Duratio
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		live, took = nil, nil
 		tag, err := tx.Exec(ctx, `
-INSERT INTO counterd_owners (instance, generation, adopted, host, dir, dir_id, boot_id, pid)
-VALUES ($1, $2, coalesce($3::text[], '{}'), $4, $5, $6, $7, $8) ON CONFLICT (instance) DO NOTHING`,
-			c.Instance, c.Generation, c.Adopted, c.Host, c.Dir, c.DirID, c.BootID, c.PID)
+INSERT INTO counterd_owners (instance, generation, adopted, host, dir, dir_id, boot_id, pid,
+                             version, migration, ttl_seconds, reported_generation)
+VALUES ($1, $2, coalesce($3::text[], '{}'), $4, $5, $6, $7, $8, nullif($9, ''), nullif($10, 0), $11, $2) ON CONFLICT (instance) DO NOTHING`,
+			c.Instance, c.Generation, c.Adopted, c.Host, c.Dir, c.DirID, c.BootID, c.PID, c.Version, c.Migration, ttl.Seconds())
 		if err != nil || tag.RowsAffected() == 1 {
 			return err
 		}
@@ -202,9 +220,10 @@ FROM counterd_owners WHERE instance = $1 FOR UPDATE`, c.Instance).Scan(
 		_, err = tx.Exec(ctx, `
 UPDATE counterd_owners
 SET generation = $2, adopted = coalesce($3::text[], '{}'), host = $4, dir = $5, dir_id = $6, boot_id = $7, pid = $8,
-    claimed_at = now(), heartbeat_at = now(), released = false
+    claimed_at = now(), heartbeat_at = now(), released = false,
+    version = nullif($9, ''), migration = nullif($10, 0), ttl_seconds = $11, queued_rounds = NULL, reported_generation = $2
 WHERE instance = $1`,
-			c.Instance, c.Generation, c.Adopted, c.Host, c.Dir, c.DirID, c.BootID, c.PID)
+			c.Instance, c.Generation, c.Adopted, c.Host, c.Dir, c.DirID, c.BootID, c.PID, c.Version, c.Migration, ttl.Seconds())
 		return err
 	})
 	return live, took, err
@@ -261,7 +280,12 @@ func (o *Owner) beat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, o.ttl/3)
 	defer cancel()
 	var beat, others int
-	err := o.pool.QueryRow(ctx, beatSQL, o.claim.Instance, o.claim.Generation, o.ttl.Seconds()).Scan(&beat, &others)
+	var queued *int
+	if o.queued != nil {
+		n := o.queued()
+		queued = &n
+	}
+	err := o.pool.QueryRow(ctx, beatSQL, o.claim.Instance, o.claim.Generation, o.ttl.Seconds(), queued).Scan(&beat, &others)
 	if err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
 	}
@@ -274,13 +298,15 @@ func (o *Owner) beat(ctx context.Context) error {
 	return nil
 }
 
-// beatSQL heartbeats the instance of $1 for generation $2 and counts the
-// other live instances: not released, heartbeated within $3 seconds. The
+// beatSQL heartbeats the instance of $1 for generation $2, recording the
+// rounds it holds uncommitted ($4, NULL if not reported), and counts the
+// other live instances: not released, heartbeated within $3 seconds
+// (counterd_fleet's live column is the same rule). The
 // count is one index-less scan of a table of one row per daemon ever
 // started against the database (pruned with the rollup's instances).
 const beatSQL = `
 WITH beat AS (
-    UPDATE counterd_owners SET heartbeat_at = now()
+    UPDATE counterd_owners SET heartbeat_at = now(), queued_rounds = $4::integer
     WHERE instance = $1 AND generation = $2
     RETURNING 1
 )
