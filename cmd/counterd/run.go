@@ -207,7 +207,8 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		return fmt.Errorf("COUNTERD_SOCKET: %w", err)
 	}
 	defer ln.Close() // Serve closes it on shutdown; this covers early returns
-	if err := serveMetrics(ctx, cfg, set, ready.check, log); err != nil {
+	acc := accepting{srv: srv, buf: buf, jr: jr, maxBytes: cfg.JournalMaxBytes, socket: cfg.Socket}
+	if err := serveMetrics(ctx, cfg, set, ready.check, acc.check, log); err != nil {
 		ln.Close()
 		return err
 	}
@@ -310,13 +311,15 @@ func lastSeq(rounds []pending.Recovered) uint64 {
 	return last
 }
 
-// serveMetrics serves /metrics, /healthz and /readyz (and pprof if asked)
-// on COUNTERD_METRICS_ADDR unless it is off, until ctx ends.
-func serveMetrics(ctx context.Context, cfg config.Counterd, set *metrics.Set, ready func(context.Context) (string, error), log *slog.Logger) error {
+// serveMetrics serves /metrics, /healthz, /readyz and /acceptingz (and
+// pprof if asked) on COUNTERD_METRICS_ADDR unless it is off, until ctx
+// ends.
+func serveMetrics(ctx context.Context, cfg config.Counterd, set *metrics.Set, ready func(context.Context) (string, error), accepting func() error, log *slog.Logger) error {
 	if cfg.MetricsAddr == config.MetricsOff {
 		return nil
 	}
-	addr, err := admin.Serve(ctx, cfg.MetricsAddr, admin.Handler([]*metrics.Set{set}, ready, cfg.Pprof))
+	h := admin.New(admin.Options{Sets: []*metrics.Set{set}, Ready: ready, Accepting: accepting, Profile: cfg.Pprof})
+	addr, err := admin.Serve(ctx, cfg.MetricsAddr, h)
 	if err != nil {
 		return err
 	}

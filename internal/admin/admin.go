@@ -1,6 +1,7 @@
 // Package admin serves counterd's operational HTTP endpoints: /metrics in
 // Prometheus text format, /healthz (the process is up), /readyz (the
-// database answers) and, when enabled, /debug/pprof. It binds to loopback
+// database answers), /acceptingz (increments are accepted, whatever the
+// database does) and, when enabled, /debug/pprof. It binds to loopback
 // by default because metrics name keys nobody outside the host needs to see.
 package admin
 
@@ -17,10 +18,31 @@ import (
 	"github.com/counterd/counterd/internal/exposition"
 )
 
+// Options say what the endpoints report.
+type Options struct {
+	// Sets are served on /metrics.
+	Sets []*metrics.Set
+	// Ready answers /readyz: whether the daemon is ready and anything an
+	// operator should know either way; nil means always ready.
+	Ready func(context.Context) (string, error)
+	// Accepting answers /acceptingz: nil while increments are accepted,
+	// else why not. Nil leaves /acceptingz out.
+	Accepting func() error
+	// Profile adds Go's /debug/pprof endpoints, for profiling a running
+	// daemon.
+	Profile bool
+}
+
 // Handler returns the mux. ready reports whether the daemon is ready and
 // anything an operator should know either way; nil means always ready. profile adds Go's /debug/pprof
 // endpoints, for profiling a running daemon.
 func Handler(sets []*metrics.Set, ready func(context.Context) (string, error), profile bool) http.Handler {
+	return New(Options{Sets: sets, Ready: ready, Profile: profile})
+}
+
+// New returns the mux for opts.
+func New(opts Options) http.Handler {
+	sets, ready, profile := opts.Sets, opts.Ready, opts.Profile
 	mux := http.NewServeMux()
 	if profile {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -48,6 +70,18 @@ func Handler(sets []*metrics.Set, ready func(context.Context) (string, error), p
 		}
 		fmt.Fprintln(w, "ready"+note)
 	})
+	if opts.Accepting != nil {
+		// A probe of the accept path alone: a Kubernetes readiness probe
+		// on /readyz would take the app's pods out of service during a
+		// PostgreSQL outage the journal rides out.
+		mux.HandleFunc("GET /acceptingz", func(w http.ResponseWriter, _ *http.Request) {
+			if err := opts.Accepting(); err != nil {
+				http.Error(w, "not accepting: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintln(w, "accepting")
+		})
+	}
 	return mux
 }
 

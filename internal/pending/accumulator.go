@@ -59,6 +59,7 @@ type Accumulator struct {
 
 	maxKeys    int64
 	maxPending int64
+	refusal    atomic.Pointer[JournalRefusal] // the standing journal refusal (refusal.go)
 	kick       func()
 	queue      func(*round) // hands a cut round to the flusher, under every lock
 	m          *bufferMetrics
@@ -212,7 +213,12 @@ func (a *Accumulator) addLocked(s *shard, items []change.Change, errs []error, e
 // as one record and notes its position in t; on failure it gives back
 // what check reserved.
 func (a *Accumulator) journal(s *shard, acc []change.Change, accepted int, t *Ticket) (uint64, error) {
-	pos, err := s.journal(a.jr, acc)
+	rec, err := s.encode(a.jr, acc)
+	var pos journal.Position
+	if err == nil {
+		pos, err = a.jr.AppendRecord(rec, len(acc))
+		a.noteAppend(err, len(rec)) // an item Encode refuses is not the journal refusing
+	}
 	if err != nil {
 		a.keys.Add(-s.reserved)
 		a.m.rejected.Add(accepted)

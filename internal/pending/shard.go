@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/counterd/counterd/internal/change"
-	"github.com/counterd/counterd/internal/journal"
 )
 
 // Shards: the accept path without a global lock.
@@ -101,17 +100,14 @@ func (s *shard) trimScratch() {
 	}
 }
 
-// journal encodes acc as one record in the shard's own buffer and appends
-// it: only the write(2) runs under the journal's lock.
-func (s *shard) journal(jr Journal, acc []change.Change) (journal.Position, error) {
+// encode encodes acc as one journal record in the shard's own buffer,
+// so only the write(2) runs under the journal's lock.
+func (s *shard) encode(jr Journal, acc []change.Change) ([]byte, error) {
 	rec, err := jr.Encode(s.rec[:0], acc)
 	if cap(rec) <= maxKeptRecord {
 		s.rec = rec[:0]
 	}
-	if err != nil {
-		return journal.Position{}, err
-	}
-	return jr.AppendRecord(rec, len(acc))
+	return rec, err
 }
 
 func newShard() *shard {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -85,6 +86,7 @@ type Server struct {
 	// before it waits.
 	loopHook func(*eloop)
 	closing  bool // set once Serve's context ends; guarded by mu
+	serving  bool // set once Serve accepts; guarded by mu
 	wg       sync.WaitGroup
 
 	m   serverMetrics
@@ -157,6 +159,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	})
 	defer stop()
 
+	s.mu.Lock()
+	s.serving = true
+	s.mu.Unlock()
 	err := s.acceptLoop(ctx, connCtx, ln)
 	if err != nil {
 		s.shutdown(ln) // the listener broke: drain as for a shutdown
@@ -210,6 +215,21 @@ func (s *Server) draining() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closing
+}
+
+// Accepting reports whether Serve accepts connections: an error before
+// it has started and once it stopped accepting (shutdown, or a listener
+// that broke), saying which.
+func (s *Server) Accepting() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closing:
+		return errors.New("stopped accepting connections (shutting down)")
+	case !s.serving:
+		return errors.New("not accepting connections yet")
+	}
+	return nil
 }
 
 // Conns reports how many connections are open.
