@@ -4,7 +4,7 @@ GO    ?= go
 BIN   := bin
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test cross bench gobench fuzz pg-start pg-stop pg-destroy clean
+.PHONY: help build image run test cross bench gobench fuzz pg-start pg-stop pg-destroy clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -16,6 +16,21 @@ LDFLAGS := $(if $(VERSION),-X github.com/counterd/counterd/internal/version.vers
 
 build: ## build bin/counterd and bin/rollup (--version: git describe --always --dirty)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/counterd ./cmd/rollup
+
+# The image (deploy/image/README.md): static binaries (no libc in the image),
+# without DWARF and symbol tables (-s -w: 30% smaller, 45% compressed), written by
+# deploy/cmd/counterd-image with go-containerregistry, no daemon.
+# Its labels need a version: without git, set VERSION. IMAGE_LICENSES is
+# the SPDX expression for org.opencontainers.image.licenses (none: no LICENSE).
+IMAGE_LICENSES ?=
+IMAGE_CA := $(wildcard /etc/ssl/certs/ca-certificates.crt)
+image: ## build the OCI image (counterd, rollup; no shell; user 65532) into bin/image/ and bin/image.tar
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(BIN)/static/ ./cmd/counterd ./cmd/rollup
+	cd deploy && $(GO) run ./cmd/counterd-image -counterd $(abspath $(BIN))/static/counterd -rollup $(abspath $(BIN))/static/rollup \
+		-version '$(or $(VERSION),$(error make image: no VERSION (git describe found nothing); set VERSION=...))' \
+		-revision '$(shell git rev-parse HEAD 2>/dev/null)' -created '$(shell git log -1 --format=%ct 2>/dev/null)' \
+		-licenses '$(IMAGE_LICENSES)' $(if $(IMAGE_CA),-ca-certificates $(IMAGE_CA)) \
+		-layout $(abspath $(BIN))/image -archive $(abspath $(BIN))/image.tar
 
 run: build ## start a throwaway PostgreSQL (unless DATABASE_URL is set), counterd and the rollup scheduler
 	@BIN=$(BIN) scripts/run.sh
