@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,14 +48,30 @@ func repoRoot(t *testing.T) string {
 // go-containerregistry and runs counterd from it as the image's user
 // against PostgreSQL (the run subtest, in run_linux_test.go).
 func TestImage(t *testing.T) {
+	t.Parallel()
 	root := repoRoot(t)
 	bin := t.TempDir()
 
 	// Building both binaries on a loaded 2-core machine takes minutes;
-	// the bound is only there so a hung build cannot hang the suite.
+	// the bound is only there so a hung build cannot hang the suite, and
+	// ends before go test's own deadline so the build is stopped whole
+	// (its process group: make, go and the compilers) rather than left
+	// running when the test binary panics.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
+	if dl, ok := t.Deadline(); ok {
+		ctx, cancel = context.WithDeadline(ctx, dl.Add(-time.Minute))
+		defer cancel()
+	}
 	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "-C", root, "image", "BIN="+bin, "VERSION="+testVersion)
+	// A make of its own, not a sub-make of make test's: no inherited
+	// flags, jobserver or variable overrides.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return k == "MAKEFLAGS" || k == "MFLAGS" || k == "MAKELEVEL" || k == "MAKEOVERRIDES"
+	})
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("make image: %v\n%s", err, out)

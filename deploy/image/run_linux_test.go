@@ -123,7 +123,11 @@ func runImage(t *testing.T, rootfs string, cfg v1.Config) {
 	// to a port the kernel picks, since the network is the host's and
 	// another process may hold 9464 (the image's own address is checked
 	// in config).
-	cmd.Env = append(slices.Clone(cfg.Env), "DATABASE_URL="+db.URL, "COUNTERD_METRICS_ADDR=127.0.0.1:0")
+	// FLUSH, GET and the drain wait on PostgreSQL: bounds of minutes, not
+	// counterd's 10 s and 30 s, keep a loaded machine's slow commits from
+	// failing the test.
+	cmd.Env = append(slices.Clone(cfg.Env), "DATABASE_URL="+db.URL, "COUNTERD_METRICS_ADDR=127.0.0.1:0",
+		"COUNTERD_FLUSH_TIMEOUT=2m", "COUNTERD_SHUTDOWN_TIMEOUT=2m")
 	// If the test binary dies, so does counterd (until chroot changes
 	// user, which clears this; Cleanup below covers every ordinary end).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -191,9 +195,9 @@ func runImage(t *testing.T, rootfs string, cfg v1.Config) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	// counterd's own shutdown bound (COUNTERD_SHUTDOWN_TIMEOUT) is 30 s
+	// counterd's own shutdown bound (COUNTERD_SHUTDOWN_TIMEOUT) is 2 min
 	// twice; this one only keeps a hung drain from hanging the test.
-	if err := d.wait(3 * time.Minute); err != nil {
+	if err := d.wait(5 * time.Minute); err != nil {
 		t.Fatalf("counterd after SIGTERM: %v; want exit 0\n%s", err, d.output())
 	}
 	if out := d.output(); !strings.Contains(out, "flushed everything") {
@@ -349,9 +353,9 @@ func (c *conn) do(args ...string) (string, error) {
 }
 
 func (c *conn) reply() (string, error) {
-	// Generous: FLUSH waits on PostgreSQL, at most its own 10 s
-	// COUNTERD_FLUSH_TIMEOUT, and the machine may be loaded.
-	_ = c.SetReadDeadline(time.Now().Add(2 * time.Minute))
+	// Beyond COUNTERD_FLUSH_TIMEOUT (2 min here), which bounds FLUSH and
+	// GET: counterd replies an error first.
+	_ = c.SetReadDeadline(time.Now().Add(3 * time.Minute))
 	line, err := c.r.ReadString('\n')
 	if err != nil {
 		return "", err
