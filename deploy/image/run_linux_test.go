@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -33,13 +34,14 @@ import (
 // every exec keeps the process: the PID the test holds is counterd's, so
 // its SIGTERM reaches counterd and its exit status is counterd's.
 const runScript = `set -eu
-mount=$1 chroot=$2 user=$3 rootfs=$4 entrypoint=$5
-shift 5
-while [ $# -gt 0 ]; do
+mount=$1 chroot=$2 user=$3 rootfs=$4
+shift 4
+while [ "$1" != -- ]; do
 	"$mount" --bind "$1" "$rootfs$2"
 	shift 2
 done
-exec "$chroot" --userspec="$user" --groups="${user#*:}" "$rootfs" "$entrypoint"
+shift
+exec "$chroot" --userspec="$user" --groups="${user#*:}" "$rootfs" "$@"
 `
 
 // runImage runs counterd from the unpacked image rootfs as the image's
@@ -106,31 +108,32 @@ func runImage(t *testing.T, rootfs string, cfg v1.Config) {
 		mounts[h] = h
 	}
 
-	args := []string{"--mount", "--propagation", "private", tools["bash"], "-c", runScript, "run-image",
-		tools["mount"], tools["chroot"], cfg.User, rootfs, cfg.Entrypoint[0]}
-	for _, in := range slices.Sorted(func(yield func(string) bool) {
-		for k := range mounts {
-			if !yield(k) {
-				return
-			}
+	// inImage returns the command that runs argv in the image as its
+	// user, with the image's environment and nothing of the test's (as a
+	// runtime starts it) plus env.
+	inImage := func(env []string, argv ...string) *exec.Cmd {
+		args := []string{"--mount", "--propagation", "private", tools["bash"], "-c", runScript, "run-image",
+			tools["mount"], tools["chroot"], cfg.User, rootfs}
+		for _, in := range slices.Sorted(maps.Keys(mounts)) {
+			args = append(args, mounts[in], in)
 		}
-	}) {
-		args = append(args, mounts[in], in)
+		args = append(append(args, "--"), argv...)
+		cmd := exec.Command(tools["unshare"], args...)
+		cmd.Env = append(slices.Clone(cfg.Env), env...)
+		// If the test binary dies, so does what it started (until
+		// chroot changes user, which clears this; the test's own
+		// Cleanup and waits cover every ordinary end).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		return cmd
 	}
-	cmd := exec.Command(tools["unshare"], args...)
-	// The image's environment and nothing of the test's, as a runtime
-	// starts it, plus what a deployment sets: DATABASE_URL. Metrics move
-	// to a port the kernel picks, since the network is the host's and
-	// another process may hold 9464 (the image's own address is checked
-	// in config).
-	// FLUSH, GET and the drain wait on PostgreSQL: bounds of minutes, not
+	// What a deployment sets: DATABASE_URL. Metrics move to a port the
+	// kernel picks, since the network is the host's and another process
+	// may hold 9464 (the image's own address is checked in config). FLUSH,
+	// GET and the drain wait on PostgreSQL: bounds of minutes, not
 	// counterd's 10 s and 30 s, keep a loaded machine's slow commits from
 	// failing the test.
-	cmd.Env = append(slices.Clone(cfg.Env), "DATABASE_URL="+db.URL, "COUNTERD_METRICS_ADDR=127.0.0.1:0",
-		"COUNTERD_FLUSH_TIMEOUT=2m", "COUNTERD_SHUTDOWN_TIMEOUT=2m")
-	// If the test binary dies, so does counterd (until chroot changes
-	// user, which clears this; Cleanup below covers every ordinary end).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd := inImage([]string{"DATABASE_URL=" + db.URL, "COUNTERD_METRICS_ADDR=127.0.0.1:0",
+		"COUNTERD_FLUSH_TIMEOUT=2m", "COUNTERD_SHUTDOWN_TIMEOUT=2m"}, cfg.Entrypoint...)
 	d := startDaemon(t, cmd)
 
 	sock := filepath.Join(mounts[image.SocketDir], strings.TrimPrefix(image.Socket, image.SocketDir))
@@ -207,6 +210,38 @@ func runImage(t *testing.T, rootfs string, cfg v1.Config) {
 		t.Errorf("counter_totals image:drain after SIGTERM: got %d; want 1000\n%s", got, d.output())
 	}
 	t.Logf("counterd from the image, as %s:\n%s", cfg.User, d.output())
+
+	// rollup from the same image (--entrypoint rollup: PATH names it)
+	// folds every slot row into counters.
+	rollup := inImage([]string{"DATABASE_URL=" + db.URL}, "rollup", "once")
+	r := startDaemon(t, rollup)
+	if err := r.wait(5 * time.Minute); err != nil {
+		t.Fatalf("rollup once: %v; want exit 0\n%s", err, r.output())
+	}
+	t.Logf("rollup once from the image:\n%s", r.output())
+	for key, want := range map[string]int64{"image:0": perKey, "image:drain": 1000} {
+		if got := folded(t, db, key); got != want {
+			t.Errorf("counters %s after rollup once: got %d; want %d (every slot row folded)", key, got, want)
+		}
+	}
+}
+
+// folded reads key's folded total from counters, and fails the test if
+// any slot row of it is left.
+func folded(t *testing.T, db *pgtest.DB, key string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var n, slots int64
+	err := db.Pool.QueryRow(ctx, `SELECT coalesce((SELECT total::bigint FROM counters WHERE key = $1), 0),
+		(SELECT count(*) FROM counter_slots WHERE key = $1)`, key).Scan(&n, &slots)
+	if err != nil {
+		t.Fatalf("read %s: %v", key, err)
+	}
+	if slots != 0 {
+		t.Errorf("counter_slots holds %d rows of %s after rollup once; want 0", slots, key)
+	}
+	return n
 }
 
 // fallbackHosts returns the other hosts pgx may try (a URL's host list).
