@@ -4,7 +4,7 @@ GO    ?= go
 BIN   := bin
 
 .DEFAULT_GOAL := help
-.PHONY: help build image run test cross bench gobench fuzz pg-start pg-stop pg-destroy clean
+.PHONY: help build release image run test cross bench gobench fuzz pg-start pg-stop pg-destroy clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -16,6 +16,10 @@ LDFLAGS := $(if $(VERSION),-X github.com/counterd/counterd/internal/version.vers
 
 build: ## build bin/counterd and bin/rollup (--version: git describe --always --dirty)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/counterd ./cmd/rollup
+
+# Release archives and packages (scripts/release.sh; deploy/systemd/README.md).
+release: ## build dist/: tar.gz of counterd and rollup for linux, darwin × amd64, arm64, .deb packages, SHA256SUMS
+	@GO='$(GO)' VERSION='$(or $(VERSION),$(error make release: no VERSION (git describe found nothing); set VERSION=...))' scripts/release.sh
 
 # The image (deploy/image/README.md): static binaries (no libc in the image),
 # without DWARF and symbol tables (-s -w: 30% smaller, 45% compressed), written by
