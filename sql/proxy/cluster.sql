@@ -126,6 +126,26 @@ $$;
 
 CREATE OR REPLACE VIEW counter_buckets AS SELECT * FROM counter_buckets_all();
 
+-- The fleet: every daemon claims its instance on every partition, so the
+-- proxy shows each instance once, as the partition that sees it worst:
+-- not live if not live there, its oldest heartbeat there, and the
+-- earliest of the partitions' last commits.
+CREATE OR REPLACE FUNCTION counterd_fleet_all()
+RETURNS TABLE (instance text, host text, pid integer, version text, migration integer, claimed_at timestamptz,
+               heartbeat_at timestamptz, live boolean, released boolean, queued_rounds integer, last_commit_at timestamptz)
+LANGUAGE plproxy AS $$
+    CLUSTER ':cluster'; RUN ON ALL;
+    SELECT instance, host, pid, version, migration, claimed_at, heartbeat_at, live, released, queued_rounds, last_commit_at
+    FROM counterd_fleet;
+$$;
+
+CREATE OR REPLACE VIEW counterd_fleet AS
+SELECT DISTINCT ON (f.instance)
+       f.instance, f.host, f.pid, f.version, f.migration, f.claimed_at, f.heartbeat_at, f.live, f.released, f.queued_rounds,
+       min(f.last_commit_at) OVER (PARTITION BY f.instance) AS last_commit_at
+FROM counterd_fleet_all() AS f
+ORDER BY f.instance, f.live, f.heartbeat_at;
+
 -- counter_unique_buckets' sketches are of the hll extension's type, so the
 -- proxy's database needs the extension too: used where it is installed,
 -- created where the server has it and this role may (as on a partition,
