@@ -247,6 +247,10 @@ func (b *Buffer) PendingKeys() int { return b.acc.PendingKeys() }
 // QueuedRounds reports how many rounds wait to be committed.
 func (b *Buffer) QueuedRounds() int { return b.flusher.QueuedRounds() }
 
+// OldestRound is how long the oldest round not yet committed has waited
+// since it was cut; 0 when none is queued (counterd_oldest_round_seconds).
+func (b *Buffer) OldestRound() time.Duration { return b.flusher.OldestRound() }
+
 // DurableOnAppend reports whether an accepted group is already as durable
 // as promised, so WaitDurable would return at once.
 func (b *Buffer) DurableOnAppend() bool { return b.acc.jr == nil || !b.acc.jr.SyncsEachAppend() }

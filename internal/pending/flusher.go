@@ -81,6 +81,19 @@ func (f *Flusher) QueuedRounds() int {
 	return len(f.rounds)
 }
 
+// OldestRound is how long the oldest round not yet committed has waited
+// since it was cut (0 with none queued): the staleness of counter_totals
+// for this daemon's increments, and what an alert on rounds that do not
+// commit watches.
+func (f *Flusher) OldestRound() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.rounds) == 0 {
+		return 0
+	}
+	return time.Since(f.rounds[0].queuedAt)
+}
+
 // Run flushes rounds until ctx ends, then flushes what remains, retrying
 // until drain ends. It returns an error only if changes could not be
 // committed by then; they stay in the journal for the next start.

@@ -24,6 +24,9 @@ func newBufferMetrics(set *metrics.Set, b *Buffer) *bufferMetrics {
 		func() float64 { return float64(b.PendingKeys()) })
 	exposition.Gauge(set, `counterd_queued_rounds`, "Rounds cut and waiting to be written to PostgreSQL.",
 		func() float64 { return float64(b.QueuedRounds()) })
+	exposition.Gauge(set, `counterd_oldest_round_seconds`,
+		"How long the oldest round not yet committed has waited since it was cut (0: none queued).",
+		func() float64 { return b.OldestRound().Seconds() })
 	exposition.Gauge(set, `counterd_flush_interval_seconds`,
 		"How long rounds accumulate now, between COUNTERD_FLUSH_INTERVAL and COUNTERD_FLUSH_INTERVAL_MAX.",
 		func() float64 { return b.flusher.Interval().Seconds() })

@@ -63,6 +63,11 @@ func TestReadyReportsStalledRound(t *testing.T) {
 		!strings.Contains(stalled.Error(), "attempt 1 still running") {
 		t.Fatalf("Ready with the round held: got %v; want it not committing, naming round 1 and its running attempt", stalled)
 	}
+	// The stall bound is at least StallAfter, so the round has waited
+	// longer than that, and counterd_oldest_round_seconds says so.
+	if age := b.OldestRound(); age < 100*time.Millisecond {
+		t.Fatalf("OldestRound with the round stalled: %s; want at least 100ms", age)
+	}
 	if err := lock.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -73,5 +78,8 @@ func TestReadyReportsStalledRound(t *testing.T) {
 	}
 	if err := b.Ready(); err != nil {
 		t.Fatalf("Ready once the round committed: %v", err)
+	}
+	if age := b.OldestRound(); age != 0 {
+		t.Fatalf("OldestRound with nothing queued: %s; want 0", age)
 	}
 }
