@@ -170,9 +170,7 @@ func TestTakeFromLeaseWhileDatabaseDown(t *testing.T) {
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	for !m.Ready() {
-		time.Sleep(time.Millisecond) // recover is one statement
-	}
+	waitFor(t, "the manager to recover its leases", m.Ready)
 	if _, err := m.Add(ctx, "k", 1000); err != nil {
 		t.Fatal(err)
 	}
