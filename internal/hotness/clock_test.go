@@ -38,7 +38,7 @@ func TestClockSleepsWhenUnread(t *testing.T) {
 			// asleep while read is wrong.
 			waitFor("wake on a read", func() bool { return k.now() >= 0 && k.coarse.Load() >= 0 })
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // one read a tick is the point: not a wait for an event
 	}
 	k.close()
 	if got := k.coarse.Load(); got != stopped {
