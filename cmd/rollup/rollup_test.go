@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/proctest"
@@ -27,7 +29,7 @@ import (
 
 var binary string
 
-func TestMain(m *testing.M) { proctest.Main(m, "rollup", ".", &binary) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(proctest.Built(m, "rollup", ".", &binary)) }
 
 func sum(t *testing.T, db *pgtest.DB, table, col string) (n int64) {
 	t.Helper()
