@@ -36,7 +36,7 @@ type passResult struct {
 	buckets slots.BucketFoldResult
 	expired slots.ExpireResult
 	pruned  int64
-	seen    int64 // INCRONCE seen entries pruned
+	kinds   []slots.Pruned // what each kind pruned (INCRONCE's seen entries)
 	took    time.Duration
 }
 
@@ -68,8 +68,8 @@ func (r *roller) pass(ctx context.Context) error {
 }
 
 // clean is the part of a pass after the fold of totals began at start:
-// buckets, expired keys, stale instances, INCRONCE entries past their
-// window.
+// buckets, expired keys, stale instances, then what each kind prunes
+// (INCRONCE's seen entries past their window).
 func (r *roller) clean(ctx context.Context, start time.Time, p *passResult) error {
 	var err error
 	if p.buckets, err = foldBuckets(ctx, r.store, r.cfg, start); err != nil {
@@ -81,13 +81,18 @@ func (r *roller) clean(ctx context.Context, start time.Time, p *passResult) erro
 	if p.pruned, err = r.store.PruneInstances(ctx, time.Now().Add(-r.cfg.PruneAfter)); err != nil {
 		return err
 	}
-	p.seen, err = r.store.PruneSeen(ctx, time.Now().Add(-r.cfg.SeenSlack), r.cfg.Chunk)
+	p.kinds, err = r.store.Prune(ctx, slots.PruneOptions{Slack: r.cfg.SeenSlack, Chunk: r.cfg.Chunk})
 	return err
 }
 
 // idle says the pass found nothing to do.
 func (p passResult) idle() bool {
-	return p.fold.Rows == 0 && p.fold.Skipped == 0 && p.pruned == 0 && p.seen == 0 && p.foldErr == nil &&
+	for _, k := range p.kinds {
+		if k.Rows != 0 {
+			return false
+		}
+	}
+	return p.fold.Rows == 0 && p.fold.Skipped == 0 && p.pruned == 0 && p.foldErr == nil &&
 		p.buckets.Rows == 0 && p.buckets.Expired == 0 && p.expired.Keys == 0
 }
 
@@ -100,10 +105,14 @@ func (r *roller) report(ctx context.Context, p passResult) {
 		level = slog.LevelDebug
 	}
 	res, buckets, expired := p.fold, p.buckets, p.expired
-	r.log.Log(ctx, level, "rollup pass", "slot_rows", res.Rows, "keys", res.Keys, "chunks", res.Chunks,
+	attrs := []any{"slot_rows", res.Rows, "keys", res.Keys, "chunks", res.Chunks,
 		"limited", res.Limited || buckets.Limited || expired.Limited, "skipped", res.Skipped, "left", res.Left,
 		"bucket_slots_folded", buckets.Rows, "buckets", buckets.Buckets, "expired_buckets", buckets.Expired,
-		"expired_keys", expired.Keys, "pruned_instances", p.pruned, "pruned_seen", p.seen, "took", p.took)
+		"expired_keys", expired.Keys, "pruned_instances", p.pruned}
+	for _, k := range p.kinds {
+		attrs = append(attrs, k.Name, k.Rows) // pruned_seen
+	}
+	r.log.Log(ctx, level, "rollup pass", append(attrs, "took", p.took)...)
 	if r.stdout == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package change_test
+package kindtest
 
 import (
 	"fmt"
@@ -91,12 +91,6 @@ var exceptions = []use{
 	// server's INCR builds a Total change: change.Plain(), the same
 	// kind, not named, moves it out.
 	{"internal/server/command.go", "change.Total"},
-	// The rollup's per-kind work: hooks on the kind's Writer (issue 34
-	// item 1) move these out.
-	{"internal/slots/fold.go", "slots.foldUniques"},
-	{"internal/slots/fold_buckets.go", "slots.expireUniqueBuckets"},
-	{"internal/slots/fold_buckets.go", "slots.foldUniqueBuckets"},
-	{"cmd/rollup/pass.go", "slots.PruneSeen"},
 }
 
 func TestSharedFilesNameNoKind(t *testing.T) {
@@ -253,6 +247,16 @@ func kindUses(f file, kinds map[string]map[string]string, methods map[string]str
 			}
 			ast.Inspect(n.X, visit)
 			return false
+		case *ast.Field:
+			// Its names are a struct's fields or a function's
+			// parameters, not uses.
+			ast.Inspect(n.Type, visit)
+			return false
+		case *ast.KeyValueExpr:
+			if _, ok := n.Key.(*ast.Ident); ok {
+				ast.Inspect(n.Value, visit) // a field's name in a literal
+				return false
+			}
 		case *ast.Ident:
 			if decl, ok := kinds[slotsPath][n.Name]; ok && inSlots {
 				at("slots."+n.Name, decl)
@@ -298,4 +302,5 @@ var k = change.Plain()`)
 	f("", `package p; import "github.com/counterd/counterd/internal/slots"; func g(s *slots.Store) { s.PruneSeen(); s.foldUniques() }`, "slots.PruneSeen")
 	f("", `package p; func g(s *S) { s.PruneSeen() }`)
 	f(slotsPath, `package slots; func (s *Store) g() { s.foldUniques(); _ = onceTotals(false, x.onceTotals) }`, "slots.foldUniques", "slots.onceTotals")
+	f(slotsPath, `package slots; type h struct{ onceTotals int }; var _ = h{onceTotals: 1}; func g(onceTotals int) {}`)
 }

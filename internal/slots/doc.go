@@ -40,7 +40,11 @@
 // Each kind of change is written by the Writer its family registers
 // (writer.go, kind_*.go): totals and windows as parts of one statement,
 // SET, EXPIRE, budget grants and any other kind by statements of their
-// own in the round's transaction, which also records its lanes.
+// own in the round's transaction, which also records its lanes. The
+// rollup's work for a kind (folding its own slot rows, deleting its
+// buckets past keep_until, pruning INCRONCE's seen entries) hangs on the
+// same Writer (rollup.go): Fold, FoldBuckets, ExpireBuckets and Prune run
+// every writer's hooks, naming no kind.
 //
 // Fold moves slot counts into the base rows in the same transaction that
 // deletes them, so an increment is never lost or counted twice while writers

@@ -141,7 +141,7 @@ func (s *Store) Fold(ctx context.Context, opts FoldOptions) (FoldResult, error) 
 			return res, err
 		}
 	}
-	if err := s.foldUniques(ctx); err != nil {
+	if err := s.foldKinds(ctx); err != nil {
 		return res, err
 	}
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM counter_slots`).Scan(&res.Left); err != nil {

@@ -43,7 +43,8 @@ import (
 // sees what the first saved: the same transaction): every statement is
 // bounded, and rows are still locked in sorted order.
 func init() {
-	Register(Writer{Name: "once", Kinds: []change.Kind{change.Once}, Order: -1, Exec: writeOnce, whole: true})
+	Register(Writer{Name: "once", Kinds: []change.Kind{change.Once}, Order: -1, Exec: writeOnce, whole: true,
+		rollup: rollupPart{prune: pruneSeen, pruned: "pruned_seen"}})
 }
 
 // seenPair is one (key, visitor) pair of a round, with what the seen set
@@ -330,6 +331,12 @@ func (s *Store) PruneSeen(ctx context.Context, before time.Time, chunk int) (int
 			return total, nil
 		}
 	}
+}
+
+// pruneSeen is the rollup's pruning of seen entries: those whose window
+// ended opts.Slack (ROLLUP_SEEN_SLACK) before now.
+func pruneSeen(s *Store, ctx context.Context, opts PruneOptions) (int64, error) {
+	return s.PruneSeen(ctx, time.Now().Add(-opts.Slack), opts.Chunk)
 }
 
 // pruneSeenSQL deletes up to $2 entries that ended before $1, skipping

@@ -21,9 +21,10 @@ import (
 // exactly once. Union is idempotent besides, so a member written twice
 // would not change the sketch; exactly once is what keeps the slot rows
 // from being rewritten for nothing on a replay. The rollup folds slot
-// rows into counter_unique_sketches (fold.go).
+// rows into counter_unique_sketches (foldUniques, its hook in Fold).
 func init() {
-	Register(Writer{Name: "uniques", Kinds: []change.Kind{change.Unique}, Order: 3, Exec: writeUniques})
+	Register(Writer{Name: "uniques", Kinds: []change.Kind{change.Unique}, Order: 3, Exec: writeUniques,
+		rollup: rollupPart{fold: (*Store).foldUniques}})
 }
 
 // writeUniques writes a round's members, sorted by key: each key's go to
@@ -107,7 +108,7 @@ const uniqueFoldRows = 1000
 const maxUniqueFolds = 1000
 
 // foldUniques unions sketch slot rows into counter_unique_sketches
-// (counter_uniques_fold).
+// (counter_uniques_fold), at the end of each Fold.
 func (s *Store) foldUniques(ctx context.Context) error {
 	if _, err := s.foldSketches(ctx, `SELECT counter_uniques_fold($1)`); err != nil {
 		return fmt.Errorf("fold sketches: %w", err)

@@ -18,7 +18,8 @@ import (
 // keep_until (ExpireBuckets), as it does count buckets.
 func init() {
 	Register(Writer{Name: "unique buckets", Kinds: []change.Kind{change.UniqueMinute, change.UniqueHour, change.UniqueDay},
-		Order: 3, Exec: writeUniqueBuckets})
+		Order: 3, Exec: writeUniqueBuckets,
+		rollup: rollupPart{foldBuckets: (*Store).foldUniqueBuckets, expireBuckets: (*Store).expireUniqueBuckets}})
 }
 
 // writeUniqueBuckets writes a round's windowed members: each bucket's go
@@ -60,14 +61,15 @@ func (s *Store) ReadBucketMembers(ctx context.Context, w change.Kind, keys []str
 }
 
 // foldUniqueBuckets unions bucket sketch slot rows into
-// counter_unique_bucket_sketches (counter_unique_buckets_fold) and returns
-// how many it folded.
-func (s *Store) foldUniqueBuckets(ctx context.Context) (int64, error) {
+// counter_unique_bucket_sketches (counter_unique_buckets_fold), after the
+// count buckets, and adds how many it folded to res.Rows.
+func (s *Store) foldUniqueBuckets(ctx context.Context, _ FoldOptions, res *BucketFoldResult) error {
 	n, err := s.foldSketches(ctx, `SELECT counter_unique_buckets_fold($1)`)
+	res.Rows += n
 	if err != nil {
-		return n, fmt.Errorf("fold bucket sketches: %w", err)
+		return fmt.Errorf("fold bucket sketches: %w", err)
 	}
-	return n, nil
+	return nil
 }
 
 // expireUniqueBuckets deletes up to chunk folded bucket sketches whose

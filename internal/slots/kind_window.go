@@ -11,7 +11,8 @@ import (
 
 // Time windows (change.Minute, Hour, Day): a round's bucket changes are
 // one CTE of the round statement (bucketsCTE), next to the totals they
-// were expanded from, and ReadBuckets reads them (read_buckets.go).
+// were expanded from, ReadBuckets reads them (read_buckets.go), and the
+// rollup folds and expires them (kind_window_fold.go).
 func init() {
 	Register(Writer{
 		Name:  "windows",
@@ -28,6 +29,7 @@ func init() {
 			},
 		},
 		readBuckets: readBuckets,
+		rollup:      rollupPart{foldBuckets: (*Store).foldCountBuckets, expireBuckets: (*Store).expireCountBuckets},
 	})
 }
 

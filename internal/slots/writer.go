@@ -56,6 +56,8 @@ type Writer struct {
 	whole bool
 	// readBuckets reads a kind's buckets, for the windowed kinds.
 	readBuckets func(ctx context.Context, s *Store, key string, k change.Kind, from, to int64, ids []store.Identity) (store.BucketSnapshot, error)
+	// rollup is the family's part of a rollup pass (rollup.go).
+	rollup rollupPart
 }
 
 // Round is what an Exec writes with.

@@ -1,0 +1,82 @@
+package slots
+
+import (
+	"context"
+	"time"
+)
+
+// The rollup's per-kind work. A kind family whose rows the rollup folds,
+// expires or prunes says so on its Writer (rollupPart), and Fold,
+// FoldBuckets, ExpireBuckets and Prune run the hooks of every writer in
+// registry order: the shared code names no kind.
+
+// rollupPart is a kind family's part of a rollup pass.
+type rollupPart struct {
+	// fold folds the family's own slot rows at the end of each Fold,
+	// after the totals (uniques' sketches).
+	fold func(s *Store, ctx context.Context) error
+	// foldBuckets folds the family's bucket slot rows in FoldBuckets,
+	// adding to res; the next writer's runs only if it leaves res not
+	// Limited.
+	foldBuckets func(s *Store, ctx context.Context, opts FoldOptions, res *BucketFoldResult) error
+	// expireBuckets deletes up to chunk of the family's buckets whose
+	// keep_until is before at (now() when nil), one transaction, and
+	// says how many; ExpireBuckets runs every writer's in turn, chunk
+	// after chunk, until each deletes fewer than chunk.
+	expireBuckets func(s *Store, ctx context.Context, at *time.Time, chunk int) (int64, error)
+	// prune deletes what the family keeps beside counts once it can no
+	// longer matter (INCRONCE's seen entries), in chunks, and says how
+	// many it deleted.
+	prune func(s *Store, ctx context.Context, opts PruneOptions) (int64, error)
+	// pruned names prune's count in the rollup's log ("pruned_seen").
+	pruned string
+}
+
+// foldKinds runs every writer's fold.
+func (s *Store) foldKinds(ctx context.Context) error {
+	for _, w := range registry {
+		if w.rollup.fold == nil {
+			continue
+		}
+		if err := w.rollup.fold(s, ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PruneOptions tune Prune.
+type PruneOptions struct {
+	// Slack is how long an entry is kept past the end of what it
+	// decides (ROLLUP_SEEN_SLACK for INCRONCE's seen entries).
+	Slack time.Duration
+	// Chunk is how many rows one statement deletes (default
+	// DefaultFoldChunk).
+	Chunk int
+}
+
+// Pruned is what one kind's prune deleted.
+type Pruned struct {
+	// Name names the count in the rollup's log.
+	Name string
+	// Rows is how many rows it deleted.
+	Rows int64
+}
+
+// Prune runs every kind's pruning (each deletes in chunks, skipping rows
+// a round holds) and returns what each deleted, in registry order. It
+// stops at the first that fails.
+func (s *Store) Prune(ctx context.Context, opts PruneOptions) ([]Pruned, error) {
+	var out []Pruned
+	for _, w := range registry {
+		if w.rollup.prune == nil {
+			continue
+		}
+		n, err := w.rollup.prune(s, ctx, opts)
+		out = append(out, Pruned{Name: w.rollup.pruned, Rows: n})
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
