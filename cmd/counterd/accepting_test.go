@@ -69,9 +69,12 @@ func TestAcceptingzJournalFull(t *testing.T) {
 	d := startDaemon(t, db, "COUNTERD_JOURNAL_MAX_BYTES=1048576", "COUNTERD_LOCK_TIMEOUT=200ms", "COUNTERD_FLUSH_INTERVAL=20ms")
 	ctx := context.Background()
 	c := client(t, d.socket)
-	if code, body := acceptingz(t, d); code != http.StatusOK {
-		t.Fatalf("/acceptingz at start: got %d %q; want 200", code, body)
-	}
+	// "counterd ready" is logged just before Serve starts accepting, and
+	// /acceptingz is 503 until it has: wait for that, not for the log.
+	waitFor(t, 2*time.Minute, "/acceptingz 200 at start", func() bool {
+		code, _ := acceptingz(t, d)
+		return code == http.StatusOK
+	})
 
 	tx, err := db.Pool.Begin(ctx)
 	if err != nil {

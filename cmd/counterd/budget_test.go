@@ -102,7 +102,8 @@ type takers struct {
 	lastErr  atomic.Value // string: the last lost reply or -ERR, for failures
 	lastAck  atomic.Int64 // unix nanoseconds
 	overflow atomic.Bool
-	paused   atomic.Bool
+	mu       sync.Mutex
+	resumed  chan struct{} // while paused, closed by resume; nil when not paused
 	stop     chan struct{}
 	wg       sync.WaitGroup
 }
@@ -125,16 +126,7 @@ func startTakers(t *testing.T, key string, total int64, sockets []string, client
 // a lease then grants them all in one journal append.
 func (l *takers) runPipelined(c *redis.Client, depth int) {
 	ctx := context.Background()
-	for {
-		select {
-		case <-l.stop:
-			return
-		default:
-		}
-		if l.paused.Load() {
-			time.Sleep(5 * time.Millisecond)
-			continue
-		}
+	for l.next() {
 		cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for range depth {
 				p.Do(ctx, "TAKE", l.key)
@@ -181,16 +173,7 @@ func isConnError(err error) bool {
 
 func (l *takers) run(c *redis.Client) {
 	ctx := context.Background()
-	for {
-		select {
-		case <-l.stop:
-			return
-		default:
-		}
-		if l.paused.Load() {
-			time.Sleep(5 * time.Millisecond)
-			continue
-		}
+	for l.next() {
 		n, err := c.Do(ctx, "TAKE", l.key).Int64()
 		var rerr redis.Error
 		switch {
@@ -237,6 +220,43 @@ func (l *takers) waitQuiet(t *testing.T, quiet time.Duration) {
 	}
 }
 
+// pause holds every taker before its next TAKE until resume.
+func (l *takers) pause() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.resumed = make(chan struct{})
+}
+
+// resume lets paused takers go on.
+func (l *takers) resume() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	close(l.resumed)
+	l.resumed = nil
+}
+
+// next waits out a pause and reports whether a taker goes on: false once
+// halted.
+func (l *takers) next() bool {
+	l.mu.Lock()
+	resumed := l.resumed
+	l.mu.Unlock()
+	if resumed == nil {
+		select {
+		case <-l.stop:
+			return false
+		default:
+			return true
+		}
+	}
+	select {
+	case <-l.stop:
+		return false
+	case <-resumed:
+		return true
+	}
+}
+
 func (l *takers) halt() {
 	close(l.stop)
 	l.wg.Wait()
@@ -280,12 +300,12 @@ func TestBudgetNeverOverspendsUnderKillsAndOutage(t *testing.T) {
 		case 2:
 			// Stay down until another daemon forfeits the lease (the
 			// others' clients wait, so that units remain to sell).
-			l.paused.Store(true)
+			l.pause()
 			if !poll(2*time.Minute, func() bool { return readBudget(t, db.URL, "gift").forfeited > 0 }) {
 				t.Logf("killed daemon's log:\n%s", d.log())
 				t.Fatalf("no lease forfeited within 2 minutes: %+v", readBudget(t, db.URL, "gift"))
 			}
-			l.paused.Store(false)
+			l.resume()
 		case 4:
 			// PostgreSQL restarts while the daemons serve from their
 			// leases; TAKE errors once a lease is used up.
@@ -482,7 +502,7 @@ func TestNextUniqueAcrossKills(t *testing.T) {
 				}
 				n, err := c.Do(context.Background(), "NEXT", "ticket").Int64()
 				if err != nil {
-					time.Sleep(5 * time.Millisecond)
+					time.Sleep(5 * time.Millisecond) // a daemon is down: pace the retries, do not spin
 					continue
 				}
 				mu.Lock()

@@ -231,7 +231,7 @@ func TestClusterPartitionOutage(t *testing.T) {
 	// Under load for the rest of the 20 s.
 	for time.Since(down) < 20*time.Second {
 		load(1)
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // pacing the load over the outage, not a wait for an event
 	}
 	srv.Start()
 	flush(t, d.socket)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/proctest"
@@ -25,7 +26,7 @@ var binary string
 
 func TestMain(m *testing.M) {
 	redis.SetLogger(quietLogger{})
-	proctest.Main(m, "counterd", ".", &binary)
+	goleak.VerifyTestMain(proctest.Built(m, "counterd", ".", &binary))
 }
 
 // daemon is one counterd process started by a test.

@@ -144,7 +144,7 @@ func settledRSS(tb testing.TB, d *daemon) int64 {
 	tb.Helper()
 	last := rss(tb, d, "VmRSS")
 	for range 50 {
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // RSS settling is measured over real time, not signalled
 		now := rss(tb, d, "VmRSS")
 		if now == last {
 			return now

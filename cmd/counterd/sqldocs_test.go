@@ -203,7 +203,7 @@ func TestSQLDocExamples(t *testing.T) {
 	// The same writes to both. The examples read hour buckets of now(),
 	// so they all run within one hour.
 	if left := time.Until(time.Now().Truncate(time.Hour).Add(time.Hour)); left < time.Minute {
-		time.Sleep(left)
+		time.Sleep(left) // the real clock must pass the hour: not a wait for an event
 	}
 	hour := time.Now().Truncate(time.Hour)
 	for _, d := range []*daemon{one, cl} {
