@@ -29,7 +29,7 @@ type Counterd struct {
 	SocketMode Mode `env:"COUNTERD_SOCKET_MODE" envDefault:"0600" help:"permission bits of the socket, octal"`
 	// "off" rather than empty, because env takes the default for an
 	// empty variable.
-	MetricsAddr string `env:"COUNTERD_METRICS_ADDR" envDefault:"127.0.0.1:9464" help:"HTTP address for /metrics, /healthz, /readyz (off disables)"`
+	MetricsAddr string `env:"COUNTERD_METRICS_ADDR" envDefault:"127.0.0.1:9464" help:"HTTP address for /metrics, /healthz, /readyz, /acceptingz (off disables)"`
 	Pprof       bool   `env:"COUNTERD_PPROF" envDefault:"false" help:"also serve Go's /debug/pprof profiles on the metrics address"`
 
 	// Relative by default so a laptop run needs no setup; production
