@@ -237,19 +237,11 @@ func (d *daemon) metricsAddr() string {
 
 func httpGet(t testing.TB, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
+	code, body := get(t, url)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, code, body)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s %s", url, resp.Status, b)
-	}
-	return string(b)
+	return body
 }
 
 // total reads counter_totals for key.
