@@ -14,17 +14,16 @@ import (
 // slot up and then from 0 (Store.home), and the insert conflicts with
 // that row and adds to it; a key with no free row gets its row in the
 // home slot, or, when the home row exists (and so is held), is upserted
-// into the caller's random other slot, which may wait for its holder. Daemons of a fleet have
-// different homes (most of them: each picks its home at random when it
-// starts), so their rounds writing one popular key start from
-// different rows and seldom meet: with every daemon starting at slot 0
-// (as before), 32 daemons' rounds queued behind each other's locks
-// (docs/performance.md, Fleet). One daemon alone writes each key into
-// one row. The executor takes
-// one key at a time (no sort between the join and the insert, and fresh
-// is a one-off InitPlan rather than a join), so a writer only ever waits
-// while holding rows of smaller keys and writers cannot form a lock
-// cycle. Counts are numeric: no sum can overflow, so no key can make a
+// into the caller's random other slot, which may wait for its holder.
+// Daemons of a fleet have different homes (most of them: each picks its
+// home at random when it starts), so their rounds writing one popular
+// key start from different rows and seldom meet: with every daemon
+// starting at slot 0 (as before), 32 daemons' rounds queued behind each
+// other's locks (docs/performance.md, Fleet). One daemon alone writes
+// each key into one row. The executor takes one key at a time (no sort
+// between the join and the insert, and fresh is a one-off InitPlan
+// rather than a join), so a writer only ever waits while holding rows of
+// smaller keys and writers cannot form a lock cycle. Counts are numeric: no sum can overflow, so no key can make a
 // round fail.
 func init() {
 	Register(Writer{
