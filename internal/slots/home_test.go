@@ -96,4 +96,49 @@ func TestHomeSlot(t *testing.T) {
 	if got := total(t, db, "k"); got != 2 {
 		t.Fatalf("total of k: got %d; want 2", got)
 	}
+
+	// Every row of k held, 9 among them: b's home row exists, so b
+	// upserts into another slot; 9 held alone: b adds to a free row
+	// (below its home, or the other slot's) and creates none.
+	hold := func(slots ...int) (release func()) {
+		t.Helper()
+		tx, err := db.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range slots {
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM counter_slots WHERE key = 'k' AND slot = $1 FOR UPDATE`, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return func() {
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	release := hold(4, 9)
+	inc(b, 3, "k")
+	got := rows("k")
+	release()
+	if len(got) != 3 || !slices.Contains(got, 4) || !slices.Contains(got, 9) {
+		t.Fatalf("rows while 4 and 9 are held: got %v; want 4, 9 and one other", got)
+	}
+	release = hold(9)
+	inc(b, 4, "k")
+	after := rows("k")
+	release()
+	if !slices.Equal(after, got) {
+		t.Fatalf("rows while 9 is held: got %v; want %v (a free row taken)", after, got)
+	}
+	var at9 int64
+	if err := db.Pool.QueryRow(ctx, `SELECT count FROM counter_slots WHERE key = 'k' AND slot = 9`).Scan(&at9); err != nil {
+		t.Fatal(err)
+	}
+	if at9 != 1 {
+		t.Fatalf("row 9 of k: count %d; want 1 (b wrote there only while 4 alone was held)", at9)
+	}
+	if got := total(t, db, "k"); got != 4 {
+		t.Fatalf("total of k: got %d; want 4", got)
+	}
 }

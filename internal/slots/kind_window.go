@@ -100,14 +100,19 @@ func (b *bucketBatch) args(home int16) []any {
 // watermarks, exactly once. Each bucket change adds to the first unheld
 // slot row of its key, width and bucket (SKIP LOCKED) from the home slot
 // on, else gets its row in the home slot or, that row being held, upserts
-// into its random other slot, in primary key order, as totals do; keep_until keeps
-// the latest of the writes'.
+// into its random other slot, in primary key order, as totals do
+// (kind_total.go, with its probe telling new buckets apart); keep_until
+// keeps the latest of the writes'.
 const bucketsCTE = `bucket_written AS (
     INSERT INTO counter_bucket_slots AS bs (key, width, bucket_start, slot, count, variance, keep_until)
-    SELECT b.key, b.width, b.bucket_start, coalesce(f.slot, g.slot, CASE
-        WHEN EXISTS (SELECT FROM counter_bucket_slots h WHERE h.key = b.key AND h.width = b.width
-                     AND h.bucket_start = b.bucket_start AND h.slot = $a9::smallint)
-        THEN b.fallback ELSE $a9::smallint END), b.n, b.v, b.keep_until
+    SELECT b.key, b.width, b.bucket_start, coalesce(f.slot, CASE WHEN e.top IS NULL THEN $a9::smallint ELSE coalesce((
+        SELECT s.slot FROM counter_bucket_slots s
+        WHERE s.key = b.key AND s.width = b.width AND s.bucket_start = b.bucket_start
+          AND s.slot < $a9::smallint
+        ORDER BY s.slot
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    ), CASE WHEN e.top = $a9::smallint THEN b.fallback ELSE $a9::smallint END) END), b.n, b.v, b.keep_until
     FROM unnest($a1::text[], $a2::smallint[], $a3::timestamptz[], $a4::bigint[], $a5::float8[],
                 $a6::smallint[], $a7::smallint[], $a8::timestamptz[])
         AS b(key, width, bucket_start, n, v, fallback, lane, keep_until)
@@ -120,13 +125,12 @@ const bucketsCTE = `bucket_written AS (
         FOR UPDATE SKIP LOCKED
     ) AS f ON true
     LEFT JOIN LATERAL (
-        SELECT s.slot FROM counter_bucket_slots s
+        SELECT s.slot AS top FROM counter_bucket_slots s
         WHERE f.slot IS NULL AND s.key = b.key AND s.width = b.width AND s.bucket_start = b.bucket_start
-          AND s.slot < $a9::smallint
-        ORDER BY s.slot
+          AND s.slot <= $a9::smallint
+        ORDER BY s.slot DESC
         LIMIT 1
-        FOR UPDATE SKIP LOCKED
-    ) AS g ON true
+    ) AS e ON true
     WHERE $lanes::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane]
     ON CONFLICT (key, width, bucket_start, slot) DO UPDATE
     SET count = bs.count + excluded.count, variance = bs.variance + excluded.variance,
