@@ -17,6 +17,7 @@ import (
 	"github.com/counterd/counterd/bench/internal/peer"
 	"github.com/counterd/counterd/bench/internal/process"
 	"github.com/counterd/counterd/bench/internal/report"
+	"github.com/counterd/counterd/internal/bench/loadgen"
 	"github.com/counterd/counterd/internal/database"
 )
 
@@ -190,6 +191,10 @@ func (b *bench) fleetCounterd(ctx context.Context, tool string, keys int, row *r
 		wg.Go(func() {
 			l := benchmarkLoad{clients: fleetClients(row.Daemons), keys: keys, requests: shares[i], pipeline: row.Pipeline,
 				command: []string{"incr", "post:__rand_int__"}}
+			if b.cfg.FleetRate > 0 {
+				errs[i] = b.fleetPaced(ctx, d.socket, "", l, b.cfg.FleetRate/float64(row.Daemons), &parts[i])
+				return
+			}
 			errs[i] = b.redisBenchmark(ctx, tool, d.socket, l, &parts[i])
 		})
 	}
@@ -201,10 +206,11 @@ func (b *bench) fleetCounterd(ctx context.Context, tool string, keys int, row *r
 	}
 	for _, p := range parts {
 		row.Increments += p.Increments
-		row.CPU.Client.Time, row.CPU.Client.Known = row.CPU.Client.Time+p.CPU.Client.Time, true
+		// A paced load runs in counterbench: its CPU is not measured.
+		row.CPU.Client.Time, row.CPU.Client.Known = row.CPU.Client.Time+p.CPU.Client.Time, p.CPU.Client.Known
 		row.P50, row.P99 = max(row.P50, p.P50), max(row.P99, p.P99)
 	}
-	row.Rate = float64(row.Increments) / row.Elapsed.Seconds()
+	row.Rate, row.Offered = float64(row.Increments)/row.Elapsed.Seconds(), b.cfg.FleetRate
 	drainStart := time.Now()
 	for i, d := range daemons {
 		wg.Go(func() { errs[i] = d.flush(ctx) })
@@ -250,7 +256,11 @@ func (b *bench) fleetPeer(ctx context.Context, tool string, keys int, row *repor
 	}
 	l := benchmarkLoad{clients: ingestClients, keys: keys, requests: b.cfg.FleetRequests, pipeline: row.Pipeline,
 		command: []string{"hincrby", peer.Hash, "post:__rand_int__", "1"}}
-	err = b.redisBenchmark(ctx, tool, srv.socket, l, row)
+	if b.cfg.FleetRate > 0 {
+		err = b.fleetPaced(ctx, srv.socket, peer.Hash, l, b.cfg.FleetRate, row)
+	} else {
+		err = b.redisBenchmark(ctx, tool, srv.socket, l, row)
+	}
 	m.stopProbes()
 	if err != nil {
 		return err
@@ -259,6 +269,24 @@ func (b *bench) fleetPeer(ctx context.Context, tool string, keys int, row *repor
 		return err
 	}
 	return m.finish(ctx, row, stop)
+}
+
+// fleetPaced offers load l at rate increments a second over socket with
+// counterbench's own load generator: INCR, or HINCRBY hash KEY 1 when
+// hash is set. Its keys are keyspace names (post:N), drawn uniformly
+// below l.keys as redis-benchmark's -r draws them.
+func (b *bench) fleetPaced(ctx context.Context, socket, hash string, l benchmarkLoad, rate float64, row *report.Row) error {
+	res, err := loadgen.Run(ctx, loadgen.Config{Network: "unix", Addr: socket, Clients: l.clients, Pipeline: l.pipeline,
+		Requests: l.requests, Rate: rate, Keys: l.keys, Hash: hash, Seed: b.nextSeed()})
+	if err != nil {
+		return err
+	}
+	if res.Errors > 0 {
+		return fmt.Errorf("%d of %d commands answered with an error", res.Errors, res.Errors+res.Ops)
+	}
+	row.Increments, row.Offered = res.Ops, b.cfg.FleetRate
+	row.Elapsed, row.Rate, row.P50, row.P99 = res.Elapsed, res.Rate(), res.P50, res.P99
+	return nil
 }
 
 // fleetMeter reads what one fleet cell cost PostgreSQL and the sidecars,

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +149,69 @@ func TestFleetShort(t *testing.T) {
 	defer f.Close()
 	if _, format, err := image.Decode(f); err != nil || format != "png" {
 		t.Errorf("%s: %v, format %q; want a PNG", report.FleetChartFile, err, format)
+	}
+}
+
+// TestFleetPacedShort runs the fleet section paced (COUNTERBENCH_FLEET_RATE)
+// on one workload: every cell exact, offered the rate, never sent faster
+// than it (the pacer's bound, whatever the machine's speed), and the
+// report says the load was paced. Not parallel, as TestFleetShort.
+func TestFleetPacedShort(t *testing.T) {
+	db := pgtest.New(t, pgtest.Options{NoMigrate: true, MaxConns: 2})
+	t.Cleanup(func() {
+		q := "DROP DATABASE IF EXISTS " + pgx.Identifier{fleetDatabase(db.Schema)}.Sanitize() + " WITH (FORCE)"
+		if _, err := db.Pool.Exec(context.Background(), q); err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+	})
+	out := t.TempDir()
+	env := append(shortEnv(t, db, out),
+		"COUNTERBENCH_SECTIONS=fleet",
+		"COUNTERBENCH_FLEET_SIZES=1,2",
+		"COUNTERBENCH_FLEET_REQUESTS=1600",
+		"COUNTERBENCH_FLEET_KEYS=100",
+		"COUNTERBENCH_FLEET_SETTLE=0s",
+		"COUNTERBENCH_FLEET_RATE=4000",
+	)
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := run(ctx, nil, env, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if left := children(t); len(left) > 0 {
+		t.Errorf("processes left running: %v", left)
+	}
+	rows := readCSV(t, filepath.Join(out, report.CSVFile))
+	if len(rows) != 6 {
+		t.Fatalf("%d rows; want 6", len(rows))
+	}
+	for _, r := range rows {
+		name := r["approach"] + " ×" + r["daemons"] + " -P " + r["pipeline"]
+		if r["missing"] == "true" {
+			if _, err := exec.LookPath("redis-server"); err == nil || r["approach"] != report.Peer {
+				t.Errorf("%s missing: %q", name, r["note"])
+			}
+			continue
+		}
+		incr, probes := num(t, r, "increments"), num(t, r, "probes")
+		if probes < 1 || incr != 1600+probes || r["exact"] != "true" {
+			t.Errorf("%s: %d increments with %d probes, exact %s; want 1600 and the probes, stored exactly", name, incr, probes, r["exact"])
+		}
+		if r["offered_per_s"] != "4000.0" {
+			t.Errorf("%s: offered %q; want 4000.0", name, r["offered_per_s"])
+		}
+		// The load's own rate (the probes aside) cannot pass the pace:
+		// 1,600 increments take at least 0.4 s, whatever the machine.
+		if rate, err := strconv.ParseFloat(r["incr_per_s"], 64); err != nil || rate > 4000*1.05+float64(probes)/0.4 {
+			t.Errorf("%s: %q increments a second; want at most the 4,000 offered", name, r["incr_per_s"])
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(out, report.MarkdownFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(md, []byte("paced at 4,000 increments a second")) {
+		t.Errorf("bench.md does not say the load was paced:\n%s", md)
 	}
 }

@@ -85,6 +85,11 @@ type settings struct {
 	// (PGSTAT_IDLE_INTERVAL) after its last transaction: a cell that
 	// read them sooner would count its daemons' start-up as its own.
 	FleetSettle time.Duration `env:"COUNTERBENCH_FLEET_SETTLE" envDefault:"11s" help:"how long a fleet cell waits after starting its processes before it reads PostgreSQL's statistics"`
+	// Unpaced, a fleet too large for the machine's cores runs slower than
+	// one daemon, and each increment bears more of every per-second cost;
+	// paced below what the largest fleet reaches, every N gets the same
+	// load a second, as a real fleet's database does.
+	FleetRate float64 `env:"COUNTERBENCH_FLEET_RATE" envDefault:"0" help:"when positive, the fleet section's increments a second in all, paced by counterbench's own load generator (INCR, HINCRBY for the peer) rather than redis-benchmark as fast as it goes"`
 }
 
 var (
@@ -271,6 +276,8 @@ func (s *settings) validateFleet(bad func(name, format string, args ...any) erro
 		return bad("COUNTERBENCH_FLEET_REQUESTS", "must be a multiple of 16, at least 16 for each of the most daemons")
 	case s.FleetSettle < 0:
 		return bad("COUNTERBENCH_FLEET_SETTLE", "must not be negative")
+	case s.FleetRate < 0:
+		return bad("COUNTERBENCH_FLEET_RATE", "must not be negative")
 	case s.runs("fleet") && len(fleetDatabase(s.Schema)) > 63:
 		return bad("COUNTERBENCH_SCHEMA", "%q is too long to name the fleet section's database", s.Schema)
 	}

@@ -95,8 +95,12 @@ func fleet(b *bufio.Writer, r *Report) {
 		return
 	}
 	fmt.Fprintf(b, "## Fleet: N sidecars on one PostgreSQL\n\n")
-	fmt.Fprintf(b, "N counterd daemons, each with its own socket and journal, write into one schema; the same increments are split over them: one `redis-benchmark -s SOCKET -c max(1, 50/N) -r K -n TOTAL/N -P P incr post:__rand_int__` per daemon, all at once. "+
-		"The peer (%s: redis-server with appendfsync everysec buffering `HINCRBY counts KEY 1`, one worker upserting the buffer every second) gets the whole load from one `redis-benchmark -c 50`: it is one central buffer whatever the number of app servers, so N does not apply to it. "+
+	load := "one `redis-benchmark -s SOCKET -c max(1, 50/N) -r K -n TOTAL/N -P P incr post:__rand_int__` per daemon, all at once"
+	if rows[0].Offered > 0 {
+		load = fmt.Sprintf("paced at %s increments a second in all by counterbench's own load generator: TOTAL/N uniformly drawn `INCR post:N` (N < K) per daemon at %s/N a second over max(1, 50/N) connections, P a round trip, all at once; the peer's `HINCRBY`s paced at the same rate", Thousands(int64(rows[0].Offered)), Thousands(int64(rows[0].Offered)))
+	}
+	fmt.Fprintf(b, "N counterd daemons, each with its own socket and journal, write into one schema; the same increments are split over them: %s. ", load)
+	fmt.Fprintf(b, "The peer (%s: redis-server with appendfsync everysec buffering `HINCRBY counts KEY 1`, one worker upserting the buffer every second) gets the whole load from 50 connections: it is one central buffer whatever the number of app servers, so N does not apply to it. "+
 		"Each cell starts its processes afresh and lets PostgreSQL's statistics settle before it starts, and ends once everything acknowledged is committed (FLUSH on every daemon; the worker's drain). "+
 		"Per increment: *rows* written (`pg_stat_user_tables` inserts + updates + deletes over the run's schema, read once the daemons or the worker have exited, so their shutdown's few rows count), *transactions* (`pg_stat_database` commits + rollbacks of the database, less the benchmark's own queries; anything else using the database counts too), "+
 		"*WAL* (`pg_current_wal_lsn()`, the whole server), *PostgreSQL CPU* (every process of the server), the *sidecars'* CPU (all daemons; for the peer redis-server and the worker) and each daemon's per increment of its own share. "+

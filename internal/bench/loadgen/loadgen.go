@@ -1,5 +1,5 @@
-// Package loadgen drives a Redis-protocol server with pipelined INCR
-// commands from many connections and measures throughput and latency.
+// Package loadgen drives a Redis-protocol server with pipelined INCR (or
+// HINCRBY) commands from many connections and measures throughput and latency.
 //
 // It speaks raw RESP over its own buffers so that the client, not the
 // server, is never the bottleneck being measured; the same code drives
@@ -61,6 +61,9 @@ type Config struct {
 	Seed uint64
 	// PerSecond records Result.Seconds.
 	PerSecond bool
+	// Hash, when set, makes each command HINCRBY Hash key 1 (the
+	// Redis-buffer pattern's write) instead of INCR key.
+	Hash string
 }
 
 // Second is one second of a run: the commands answered in pipelines sent
@@ -173,18 +176,27 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return res, firstErr
 }
 
-// incrHeader starts every command: a two-element array holding INCR and
-// then the key.
-var incrHeader = resp.AppendBulkString(resp.AppendArrayHeader(nil, 2), "INCR")
+// command is how a worker frames each command around its key: the
+// header before the key, the rest after it.
+type command struct{ header, trailer []byte }
 
-// appendIncr appends the command INCR key.
-func appendIncr(b []byte, key string) []byte {
-	return resp.AppendBulkString(append(b, incrHeader...), key)
+// newCommand frames INCR key, or HINCRBY hash key 1 when hash is set.
+func newCommand(hash string) command {
+	if hash == "" {
+		return command{header: resp.AppendBulkString(resp.AppendArrayHeader(nil, 2), "INCR")}
+	}
+	h := resp.AppendBulkString(resp.AppendArrayHeader(nil, 4), "HINCRBY")
+	return command{header: resp.AppendBulkString(h, hash), trailer: resp.AppendBulkString(nil, "1")}
 }
 
-// appendIndexIncr appends INCR of the key keyspace.Name(i) without building
-// the key as a string.
-func appendIndexIncr(b []byte, i uint64) []byte {
+// append appends the command for key.
+func (c command) append(b []byte, key string) []byte {
+	return append(resp.AppendBulkString(append(b, c.header...), key), c.trailer...)
+}
+
+// appendIndex appends the command for the key keyspace.Name(i) without
+// building the key as a string.
+func (c command) appendIndex(b []byte, i uint64) []byte {
 	var name [len(keyspace.Prefix) + 20]byte // 20: len("18446744073709551615")
-	return resp.AppendBulk(append(b, incrHeader...), keyspace.AppendName(name[:0], i))
+	return append(resp.AppendBulk(append(b, c.header...), keyspace.AppendName(name[:0], i)), c.trailer...)
 }

@@ -26,6 +26,7 @@ type server struct {
 	delay time.Duration
 	cmds  atomic.Int64
 	hot   atomic.Int64 // commands on post:0
+	hash  atomic.Int64 // HINCRBY h key 1 commands
 	wg    sync.WaitGroup
 	first chan struct{}
 	once  sync.Once
@@ -72,6 +73,10 @@ func (s *server) serve(c net.Conn) {
 			}
 			s.cmds.Add(1)
 			key := args[len(args)-1]
+			if len(args) == 4 && string(args[0]) == "HINCRBY" && string(args[1]) == "h" && string(args[3]) == "1" {
+				s.hash.Add(1)
+				key = args[2]
+			}
 			switch {
 			case string(key) == "post:0":
 				s.hot.Add(1)
@@ -107,6 +112,8 @@ func TestRequests(t *testing.T) {
 				return "post:good"
 			}}, 50, 50, 0},
 		{"paced", loadgen.Config{Clients: 2, Requests: 200, Rate: 20000}, 200, 0, -1},
+		{"hash", loadgen.Config{Clients: 2, Pipeline: 4, Requests: 100, Hash: "h",
+			Source: func(*rand.Rand) func() uint64 { return func() uint64 { return 0 } }}, 100, 0, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -121,6 +128,9 @@ func TestRequests(t *testing.T) {
 			}
 			if got := s.cmds.Load(); got != tc.wantOps+tc.wantErr {
 				t.Fatalf("server answered %d commands; want %d", got, tc.wantOps+tc.wantErr)
+			}
+			if want := map[bool]int64{true: tc.wantOps}[tc.cfg.Hash != ""]; s.hash.Load() != want {
+				t.Fatalf("server got %d HINCRBY h KEY 1; want %d", s.hash.Load(), want)
 			}
 			if tc.wantHot >= 0 && s.hot.Load() != tc.wantHot {
 				t.Fatalf("post:0 got %d commands; want %d", s.hot.Load(), tc.wantHot)

@@ -25,6 +25,7 @@ const maxRounds = 1 << 32
 // allocated once in newWorker.
 type worker struct {
 	cfg  Config
+	cmd  command
 	id   int
 	rng  *rand.Rand
 	next func() uint64
@@ -45,7 +46,7 @@ type worker struct {
 }
 
 func newWorker(cfg Config, id int) *worker {
-	w := &worker{cfg: cfg, id: id, rng: rand.New(rand.NewPCG(uint64(id), 42^cfg.Seed)), lat: new(latency.Histogram)}
+	w := &worker{cfg: cfg, cmd: newCommand(cfg.Hash), id: id, rng: rand.New(rand.NewPCG(uint64(id), 42^cfg.Seed)), lat: new(latency.Histogram)}
 	if cfg.PerSecond {
 		// Room for the whole run, so recording never allocates.
 		w.seconds = make([]Second, 0, int(cfg.Duration/time.Second)+2)
@@ -131,9 +132,9 @@ func (w *worker) batch(remaining *atomic.Int64, deadline time.Time) int {
 func (w *worker) fill(buf []byte, n int, i *int) []byte {
 	for range n {
 		if w.next != nil {
-			buf = appendIndexIncr(buf, w.next())
+			buf = w.cmd.appendIndex(buf, w.next())
 		} else {
-			buf = appendIncr(buf, w.cfg.Key(w.rng, w.id, *i))
+			buf = w.cmd.append(buf, w.cfg.Key(w.rng, w.id, *i))
 		}
 		*i++
 	}
