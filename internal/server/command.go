@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/hotness"
+	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/resp"
 )
 
@@ -85,7 +87,7 @@ func (d deltaFunc) queue(args [][]byte, _ time.Time) (txCmd, [][]byte, string) {
 func (s *Server) sample(key []byte, d int64) change.Change {
 	// The key aliases the read buffer until the group ends: AddGroup
 	// copies what it keeps.
-	it := change.Change{Key: unsafe.String(unsafe.SliceData(key), len(key)), Kind: change.Total, Delta: d}
+	it := change.Change{Key: unsafe.String(unsafe.SliceData(key), len(key)), Kind: change.Plain(), Delta: d}
 	if s.opts.Hot == nil {
 		return it
 	}
@@ -210,4 +212,58 @@ func (c *session) flush(ctx context.Context, _ [][]byte) error {
 	}
 	c.out = resp.AppendOK(c.out)
 	return nil
+}
+
+// now is the server's clock for expiry times.
+func (s *Server) now() time.Time { return s.clock() }
+
+// acceptAll accepts items as one journal record, all or none, and waits
+// for what the acknowledgement mode promises; it returns the error reply,
+// or "" once accepted.
+func (s *Server) acceptAll(ctx context.Context, items []change.Change) string {
+	errs := make([]error, len(items))
+	tk, err := s.buf.AddAll(items, errs)
+	if err == nil {
+		err = s.confirm(ctx, tk)
+	}
+	if err == nil {
+		return ""
+	}
+	s.m.commandErrors.Inc()
+	if errors.Is(err, pending.ErrNotAll) {
+		for _, e := range errs {
+			if e != nil {
+				return itemError(e)
+			}
+		}
+	}
+	return groupError(err)
+}
+
+// read returns keys' estimates as GET sees them, or the error reply.
+func (s *Server) read(ctx context.Context, keys []string) ([]pending.Estimate, string) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	est, err := s.buf.Estimates(ctx, keys)
+	if err != nil {
+		s.m.commandErrors.Inc()
+		return nil, fmt.Sprintf("ERR read totals: %v", err)
+	}
+	return est, ""
+}
+
+// exists reports whether a key exists: its total is not 0, which a
+// total beyond int64 is not either.
+func exists(e pending.Estimate) bool { return e.Total != 0 || e.Overflow != nil }
+
+// keyNames checks keys and copies them.
+func keyNames(keys [][]byte) ([]string, string) {
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		if err := checkKey(k); err != nil {
+			return nil, err.Error()
+		}
+		names[i] = string(k)
+	}
+	return names, ""
 }

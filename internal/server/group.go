@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/resp"
@@ -37,17 +36,15 @@ func (c *session) groupReplies(errs []error, err error) {
 	for i, it := range c.group {
 		switch {
 		case err != nil:
-			if it.Kind == change.Unique && it.Delta > 0 && errs[i] == nil && accepted(err) {
-				// Journaled, not confirmed: in the key, so a retry
-				// answers 0, but journaled again (pfaddFast).
-				s.uniques.accepted(it.Key, uint64(it.Bucket), false)
+			if r := commands.replies[it.Kind]; r != nil && errs[i] == nil && accepted(err) {
+				r(s, it, false) // journaled, not confirmed: the kind may keep that
 			}
 			c.out = resp.AppendError(c.out, groupError(err))
 		case errs[i] != nil:
 			s.m.commandErrors.Inc()
 			c.out = resp.AppendError(c.out, itemError(errs[i]))
-		case it.Kind == change.Unique:
-			c.out = resp.AppendInt(c.out, s.memberReply(it))
+		case commands.replies[it.Kind] != nil:
+			c.out = resp.AppendInt(c.out, commands.replies[it.Kind](s, it, true))
 		default:
 			c.out = resp.AppendInt(c.out, it.Delta)
 		}
@@ -57,18 +54,6 @@ func (c *session) groupReplies(errs []error, err error) {
 	}
 	clear(c.group) // drop references to the read buffer
 	c.group = c.group[:0]
-}
-
-// memberReply is the reply of PFADD key member, accepted and confirmed:
-// 1 if this daemon's view of the key changed, else 0 (always 0 for a
-// member confirmed before, which recorded nothing: Delta 0). Only now
-// does the member enter the view, and a later PFADD of it may record
-// nothing (pfaddFast).
-func (s *Server) memberReply(it change.Change) int64 {
-	if it.Delta == 0 || !s.uniques.accepted(it.Key, uint64(it.Bucket), true) {
-		return 0
-	}
-	return 1
 }
 
 // accepted reports whether a group that confirm answered err was still

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/counterd/counterd/internal/change"
 )
 
 // cmdSpec is one command: how Redis's COMMAND INFO and COMMAND DOCS
@@ -48,6 +50,12 @@ type cmdSpec struct {
 	// before any lookup: the increments' and TAKE's path, which must stay
 	// free of allocations. It reports false to leave the call to run.
 	fast fastHandler
+	// groupReply, when set, is the reply of the changes of kind groupKind
+	// its fast path joins to the group: the group's replies (group.go)
+	// call it for each once the group is accepted. Without it a change's
+	// reply is its Delta.
+	groupKind  change.Kind
+	groupReply groupReply
 }
 
 // handler answers one command, appending its reply to c.out. A non-nil
@@ -66,6 +74,13 @@ func onServer(f func(s *Server, ctx context.Context, out []byte, args [][]byte) 
 // fastHandler adds a well-formed call to c's group and reports whether it
 // did; spec is the command, recorded for CLIENT LIST.
 type fastHandler func(c *session, spec *cmdSpec, args [][]byte) bool
+
+// groupReply is the reply of change it, accepted with its group; a kind
+// whose reply is not its Delta (PFADD's: whether the key's sketch
+// changed) declares one. confirmed is false for a group accepted but not
+// confirmed (its reply is then the group's error, and the returned value
+// unused).
+type groupReply func(s *Server, it change.Change, confirmed bool) int64
 
 // queuer checks a call queued inside MULTI as EXEC will run it (now is
 // the clock for expiries) and returns what EXEC does with it, the keys
@@ -98,6 +113,8 @@ type cmdIndex struct {
 	all    []*cmdSpec
 	byName map[string]*cmdSpec
 	fast   []*cmdSpec // the commands with a fast path, in table order
+	// replies are the group replies by kind (cmdSpec.groupReply).
+	replies [256]groupReply
 }
 
 var commands cmdIndex
@@ -111,6 +128,9 @@ func init() {
 		commands.byName[c.name] = c
 		if c.fast != nil {
 			commands.fast = append(commands.fast, c)
+		}
+		if c.groupReply != nil {
+			commands.replies[c.groupKind] = c.groupReply
 		}
 	}
 }
