@@ -69,10 +69,6 @@ var exceptions = []use{
 	{"internal/windows/windows.go", "change.BucketMember"},
 	{"internal/windows/windows.go", "change.Total"},
 	{"internal/windows/windows.go", "change.Unique"},
-	// server's MULTI/EXEC builds SET, DEL and EXPIRE changes; EXEC
-	// running the queued commands' own builders moves these out.
-	{"internal/server/multi_exec.go", "change.Expire"},
-	{"internal/server/multi_exec.go", "change.Set"},
 }
 
 func TestSharedFilesNameNoKind(t *testing.T) {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"time"
 
@@ -23,58 +22,43 @@ var setCommands = []*cmdSpec{
 		keyFlags: []string{"RM", "DELETE"}, acl: []string{"@keyspace", "@write", "@slow"},
 		group: "generic", since: "1.0.0", complexity: "O(N) where N is the number of keys",
 		summary: "Zeroes counters: what is committed for them now and this daemon's pending increments are removed; replies how many were not 0.",
-		run:     (*session).del, blocking: true, multi: multiQueued, queue: queueDel},
+		parse:   parseDel, blocking: true, multi: multiQueued},
 	{name: "set", arity: -3, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, step: 1,
 		keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@string", "@slow"},
 		group: "string", since: "1.0.0", complexity: "O(1)",
 		summary: "Sets a counter to an integer, as DEL then INCRBY would; EX, PX, EXAT and PXAT set its expiry.",
-		run:     (*session).set, blocking: true, multi: multiQueued, queue: queueSet},
+		parse:   parseSetCall, blocking: true, multi: multiQueued},
 }
 
-// set answers SET key n [EX s | PX ms | EXAT t | PXAT t].
-func (c *session) set(ctx context.Context, args [][]byte) error {
-	s := c.s
-	items, msg := parseSet(args, s.now())
-	if msg != "" {
-		c.fail(msg)
-		return nil
-	}
-	if msg := s.acceptAll(ctx, items); msg != "" {
-		c.out = resp.AppendError(c.out, msg)
-		return nil
-	}
-	c.out = resp.AppendOK(c.out)
-	return nil
+// parseSetCall describes SET key n [EX s | PX ms | EXAT t | PXAT t]:
+// OK once its changes are accepted.
+func parseSetCall(args [][]byte, now time.Time) (call, string) {
+	items, msg := parseSet(args, now)
+	return call{changes: items, reply: replyOK}, msg
 }
 
-// del answers DEL key...
-func (c *session) del(ctx context.Context, args [][]byte) error {
-	c.out = c.s.del(ctx, c.out, args[1:])
-	return nil
-}
-
-func (s *Server) del(ctx context.Context, out []byte, keys [][]byte) []byte {
-	names, msg := keyNames(keys)
+// parseDel describes DEL key...: it reads its keys, then zeroes them
+// (a Set to 0 each), and replies how many were not 0.
+func parseDel(args [][]byte, _ time.Time) (call, string) {
+	names, msg := keyNames(args[1:])
 	if msg != "" {
-		s.m.commandErrors.Inc()
-		return resp.AppendError(out, msg)
-	}
-	est, msg := s.read(ctx, names)
-	if msg != "" {
-		return resp.AppendError(out, msg)
+		return call{}, msg
 	}
 	items := make([]change.Change, len(names))
-	existed := int64(0)
 	for i, k := range names {
 		items[i] = change.Change{Key: k, Kind: change.Set}
-		if exists(est[i]) {
-			existed++
+	}
+	return call{changes: items, reads: names, reply: replyDel}, ""
+}
+
+func replyDel(_ *Server, out []byte, _ call, reads []read) []byte {
+	n := int64(0)
+	for _, r := range reads {
+		if exists(r.Estimate) {
+			n++
 		}
 	}
-	if msg := s.acceptAll(ctx, items); msg != "" {
-		return resp.AppendError(out, msg)
-	}
-	return resp.AppendInt(out, existed)
+	return resp.AppendInt(out, n)
 }
 
 // parseSet parses SET key n [EX s | PX ms | EXAT t | PXAT t] into its

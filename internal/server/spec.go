@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/counterd/counterd/internal/change"
 )
@@ -43,9 +42,10 @@ type cmdSpec struct {
 	// when refused there ("" is Redis's errNotInMulti).
 	multi   multiPolicy
 	refusal string
-	// queue checks a call inside MULTI (multiQueued) and returns what EXEC
-	// does with it.
-	queue queuer
+	// parse, when set, describes the command (call.go): run at once, or
+	// queued inside MULTI (multiQueued) and run by EXEC. Its run is then
+	// runCall, unless it sets its own.
+	parse parser
 	// fast, when set, takes a well-formed call into the connection's group
 	// before any lookup: the increments' and TAKE's path, which must stay
 	// free of allocations. It reports false to leave the call to run.
@@ -81,12 +81,6 @@ type fastHandler func(c *session, spec *cmdSpec, args [][]byte) bool
 // confirmed (its reply is then the group's error, and the returned value
 // unused).
 type groupReply func(s *Server, it change.Change, confirmed bool) int64
-
-// queuer checks a call queued inside MULTI as EXEC will run it (now is
-// the clock for expiries) and returns what EXEC does with it, the keys
-// the transaction must check and copy, or the error that discards the
-// transaction.
-type queuer func(args [][]byte, now time.Time) (cmd txCmd, keys [][]byte, msg string)
 
 // multiPolicy is what a command does between MULTI and EXEC, as Redis's
 // CMD_NO_MULTI flag and its list of commands that run at once.
@@ -128,6 +122,9 @@ func init() {
 		commands.byName[c.name] = c
 		if c.fast != nil {
 			commands.fast = append(commands.fast, c)
+		}
+		if c.parse != nil && c.run == nil {
+			c.run = func(sess *session, ctx context.Context, args [][]byte) error { return sess.runCall(ctx, c, args) }
 		}
 		if c.groupReply != nil {
 			commands.replies[c.groupKind] = c.groupReply

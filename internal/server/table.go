@@ -15,8 +15,9 @@ import "slices"
 // are entries of its own file (kind_<kind>.go), listed here in order. Its zero
 // values are the safe ones: refused inside MULTI, not blocking, no fast
 // path, not allowed before AUTH unless its Redis flags say no_auth. To
-// queue it inside MULTI, give it a queue function (multi.go) and
-// multiQueued; TestCommandTable checks the entry is consistent.
+// queue it inside MULTI, describe it with a parser (call.go) instead of a
+// handler, and say multiQueued; TestCommandTable checks the entry is
+// consistent.
 var commandTable = slices.Concat([]*cmdSpec{
 	counter("incr", 2, fixedDelta(1), "Adds 1 to a counter; replies 1, the amount added."),
 	counter("decr", 2, fixedDelta(-1), "Subtracts 1 from a counter; replies -1, the amount added."),
@@ -27,17 +28,17 @@ var commandTable = slices.Concat([]*cmdSpec{
 		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@read", "@string", "@fast"},
 		group: "string", since: "1.0.0", complexity: "O(1)",
 		summary: "Returns a counter's exact total as a bulk string; 0 for a key never counted.",
-		run:     (*session).getCmd, blocking: true, multi: multiQueued, queue: queueRead(replyGet)},
+		parse:   parseGet, blocking: true, multi: multiQueued},
 	{name: "mget", arity: -2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: -1, step: 1,
 		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@read", "@string", "@fast"},
 		tips: []string{"request_policy:multi_shard"}, group: "string", since: "1.0.0",
 		complexity: "O(N) where N is the number of keys", summary: "Returns the totals of several counters.",
-		run: (*session).mget, blocking: true, multi: multiQueued, queue: queueRead(replyMGet)},
+		parse: parseMGet, blocking: true, multi: multiQueued},
 	{name: "count", arity: -2, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, step: 1,
 		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@read", "@slow"},
 		group: "counterd", since: "1.0.0", complexity: "O(1); with SINCE, O(N) where N is the number of buckets",
 		summary: "Returns a counter's total (or, with SINCE span, its count over its time buckets covering the span), whether it is exact or estimated, and its 95% error bound.",
-		run:     onServer((*Server).countCmd), blocking: true, multi: multiQueued, queue: queueCount},
+		parse:   parseCount, blocking: true, multi: multiQueued},
 	{name: "range", arity: 4, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, step: 1,
 		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@read", "@slow"},
 		group: "counterd", since: "1.0.0", complexity: "O(N) where N is the number of buckets",
@@ -52,14 +53,14 @@ var commandTable = slices.Concat([]*cmdSpec{
 		tips: []string{"nondeterministic_output"}, group: "counterd", since: "1.0.0",
 		complexity: "O(N) where N is the number of hot keys",
 		summary:    "Returns the keys hot now with their rate per second and sampling factor N, hottest first.",
-		run:        (*session).hot, multi: multiQueued, queue: queueNoKeys(replyHot)},
+		parse:      parseHot, multi: multiQueued},
 	{name: "flush", arity: 1, flags: []string{"write", "noscript"}, acl: []string{"@write", "@slow"},
 		group: "counterd", since: "1.0.0", complexity: "O(N) where N is the number of pending keys",
 		summary: "Replies OK once every increment accepted before it is committed in PostgreSQL.",
 		run:     (*session).flush, blocking: true, refusal: errFlushInMulti},
 	{name: "ping", arity: -1, flags: []string{"fast", "sentinel"}, acl: []string{"@fast", "@connection"},
 		group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Returns the server's liveliness response.",
-		run: (*session).ping, multi: multiQueued, queue: queuePing},
+		parse: parsePing, multi: multiQueued},
 	{name: "echo", arity: 2, flags: []string{"loading", "stale", "fast"}, acl: []string{"@fast", "@connection"},
 		group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Returns the given string.",
 		run: (*session).echo},
@@ -131,7 +132,7 @@ var commandTable = slices.Concat([]*cmdSpec{
 		summary: "Monitors changes to keys to determine the execution of a transaction.",
 		run:     (*session).watch, multi: multiAtOnce},
 	txn("unwatch", "Forgets about watched keys of a transaction.", "@fast",
-		cmdSpec{run: (*session).unwatch, multi: multiQueued, queue: queueNoKeys(replyOK)}),
+		cmdSpec{parse: parseUnwatch, multi: multiQueued}),
 },
 	budgetCommands, // kind_budget.go
 	setCommands,    // kind_set.go
@@ -145,12 +146,13 @@ var writeKey = []string{"RW", "ACCESS", "UPDATE"}
 var connFlags = []string{"noscript", "loading", "stale", "fast", "no_auth", "sentinel", "allow_busy"}
 
 // counter is an increment command: its fast path groups a well-formed
-// call; run answers one the fast path refused; inside MULTI it is queued.
+// call; its description (deltaFunc.parse) answers one the fast path
+// refused, and is queued inside MULTI.
 func counter(name string, arity int, d deltaFunc, summary string) *cmdSpec {
 	return &cmdSpec{name: name, arity: arity, flags: []string{"write", "denyoom", "fast"},
 		firstKey: 1, lastKey: 1, step: 1, keyFlags: writeKey, acl: []string{"@write", "@string", "@fast"},
 		group: "string", since: "1.0.0", complexity: "O(1)", summary: summary,
-		run: d.run, fast: d.fast, multi: multiQueued, queue: d.queue}
+		parse: d.parse, fast: d.fast, multi: multiQueued}
 }
 
 func clientSub(name string, arity int, summary, since string, tips []string, run handler) *cmdSpec {
