@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/counterd/counterd/internal/change"
@@ -38,11 +39,20 @@ func parseSetCall(args [][]byte, now time.Time) (call, string) {
 }
 
 // parseDel describes DEL key...: it reads its keys, then zeroes them
-// (a Set to 0 each), and replies how many were not 0.
+// (a Set to 0 each), and replies how many were not 0. A key named twice
+// counts once, as in Redis.
 func parseDel(args [][]byte, _ time.Time) (call, string) {
 	names, msg := keyNames(args[1:])
 	if msg != "" {
 		return call{}, msg
+	}
+	if len(names) > 1 {
+		seen := make(map[string]bool, len(names))
+		names = slices.DeleteFunc(names, func(k string) bool {
+			dup := seen[k]
+			seen[k] = true
+			return dup
+		})
 	}
 	items := make([]change.Change, len(names))
 	for i, k := range names {
