@@ -159,9 +159,11 @@ func (b *batch) reads(ch change.Change) bool { return slices.Contains(b.kinds, c
 // not); a failed read is each key's error.
 func (b *batch) read(ctx context.Context, s *Server, replaced bool) (map[string]read, error) {
 	var names []string
+	got := map[string]read{}
 	for _, cl := range b.calls {
 		for _, k := range cl.reads {
-			if b.repl[k] == replaced && !slices.Contains(names, k) {
+			if _, dup := got[k]; !dup && b.repl[k] == replaced {
+				got[k] = read{}
 				names = append(names, k)
 			}
 		}
@@ -172,7 +174,6 @@ func (b *batch) read(ctx context.Context, s *Server, replaced bool) (map[string]
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	est, err := s.buf.Estimates(ctx, names)
-	got := make(map[string]read, len(names))
 	for i, k := range names {
 		if err != nil {
 			got[k] = read{err: fmt.Sprintf("ERR read totals: %v", err)}
