@@ -67,6 +67,21 @@ func accepted(err error) bool {
 // an error slot), which idle connections need not hold.
 const maxKeptGroup = 256
 
+// settle is what a connection does once it has answered everything it
+// read and written the replies (handed them to the socket, or kept what
+// the socket did not take): it ends (true) if the client quit or the
+// connection must (quit: QUIT, a protocol error, a command's error;
+// done: the client closed its side, or the server drains), else it
+// idles until more input. A connection served by a goroutine and one
+// served by a loop both settle this way.
+func (c *session) settle(quit error, done bool) bool {
+	if quit != nil || done {
+		return true
+	}
+	c.idle()
+	return false
+}
+
 // idle gives back what a connection grew for a burst once it waits for
 // input with nothing buffered: its read buffer and its group's room. The
 // caller ensures no command read so far is in use.
