@@ -41,6 +41,8 @@ type daemon struct {
 	wrap []string
 	// cred, when set, runs the daemon as that user (the test must be root).
 	cred *syscall.Credential
+	// bin, when set, is the binary to run instead of the package's build.
+	bin string
 
 	mu      sync.Mutex
 	stderr  strings.Builder
@@ -105,9 +107,13 @@ func (d *daemon) start() {
 // it exited first).
 func (d *daemon) launch() bool {
 	d.t.Helper()
-	d.cmd = exec.Command(binary)
+	bin := binary
+	if d.bin != "" {
+		bin = d.bin
+	}
+	d.cmd = exec.Command(bin)
 	if len(d.wrap) > 0 {
-		d.cmd = exec.Command(d.wrap[0], append(d.wrap[1:], binary)...)
+		d.cmd = exec.Command(d.wrap[0], append(d.wrap[1:], bin)...)
 	}
 	d.cmd.Env = d.env
 	d.cmd.Stdout = io.Discard

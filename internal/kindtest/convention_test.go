@@ -69,28 +69,6 @@ var exceptions = []use{
 	{"internal/windows/windows.go", "change.BucketMember"},
 	{"internal/windows/windows.go", "change.Total"},
 	{"internal/windows/windows.go", "change.Unique"},
-	// server: the command files of a kind (TAKE, INCRONCE, SET/DEL/
-	// EXPIRE, PFADD/PFCOUNT) are the kind's own but not named kind_*.go
-	// yet; renaming each to kind_<kind>.go (its command table entries
-	// moving with it) moves these out.
-	{"internal/server/budget_cmds.go", "change.Grant"},
-	{"internal/server/incronce.go", "change.MaxOnceWindow"},
-	{"internal/server/incronce.go", "change.OnceView"},
-	{"internal/server/incronce.go", "change.VisitorHash"},
-	{"internal/server/reset.go", "change.Expire"},
-	{"internal/server/reset.go", "change.Set"},
-	{"internal/server/uniques.go", "change.Member"},
-	{"internal/server/uniques.go", "change.Unique"},
-	// server's shared paths special-casing a kind: a group's replies
-	// (PFADD answers whether a member was new) and MULTI/EXEC building
-	// SET, DEL and EXPIRE changes; a reply hook on the kind, and EXEC
-	// running the queued commands' own builders, move these out.
-	{"internal/server/group.go", "change.Unique"},
-	{"internal/server/multi_exec.go", "change.Expire"},
-	{"internal/server/multi_exec.go", "change.Set"},
-	// server's INCR builds a Total change: change.Plain(), the same
-	// kind, not named, moves it out.
-	{"internal/server/command.go", "change.Total"},
 }
 
 func TestSharedFilesNameNoKind(t *testing.T) {

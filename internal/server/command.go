@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/hotness"
+	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/resp"
 )
 
@@ -56,24 +58,22 @@ func (d deltaFunc) fast(c *session, spec *cmdSpec, args [][]byte) bool {
 	return true
 }
 
-// run answers an increment the fast path refused: why it did.
-func (d deltaFunc) run(c *session, _ context.Context, args [][]byte) error {
-	if _, msg := d(args); msg != "" {
-		c.fail(msg)
-		return nil
+// parse describes an increment: its change, replied with its amount as
+// sampled. The fast path takes a well-formed one; this answers one it
+// refused, and one queued inside MULTI.
+func (d deltaFunc) parse(args [][]byte, _ time.Time) (call, string) {
+	n, msg := d(args)
+	if msg != "" {
+		return call{}, msg
 	}
 	if err := checkKey(args[1]); err != nil {
-		c.fail(err.Error())
-		return nil
+		return call{}, err.Error()
 	}
-	c.fail("ERR BUG: increment refused without a reason")
-	return nil
+	return call{changes: []change.Change{{Key: string(args[1]), Kind: change.Plain(), Delta: n}}, reply: replyDelta}, ""
 }
 
-// queue checks an increment inside MULTI.
-func (d deltaFunc) queue(args [][]byte, _ time.Time) (txCmd, [][]byte, string) {
-	n, msg := d(args)
-	return txCmd{effect: txIncr, delta: n, reply: replyIncr}, args[1:2], msg
+func replyDelta(_ *Server, out []byte, c call, _ []read) []byte {
+	return resp.AppendInt(out, c.changes[0].Delta)
 }
 
 // sample observes one increment event of weight d and, when its key is hot
@@ -85,7 +85,7 @@ func (d deltaFunc) queue(args [][]byte, _ time.Time) (txCmd, [][]byte, string) {
 func (s *Server) sample(key []byte, d int64) change.Change {
 	// The key aliases the read buffer until the group ends: AddGroup
 	// copies what it keeps.
-	it := change.Change{Key: unsafe.String(unsafe.SliceData(key), len(key)), Kind: change.Total, Delta: d}
+	it := change.Change{Key: unsafe.String(unsafe.SliceData(key), len(key)), Kind: change.Plain(), Delta: d}
 	if s.opts.Hot == nil {
 		return it
 	}
@@ -106,67 +106,81 @@ func (s *Server) sample(key []byte, d int64) change.Change {
 	return it
 }
 
-// getCmd answers GET key: the total as a bulk string.
-func (c *session) getCmd(ctx context.Context, args [][]byte) error {
-	c.out = c.s.get(ctx, c.out, args[1:], false)
-	return nil
+// parseGet describes GET key: the total as a bulk string.
+func parseGet(args [][]byte, _ time.Time) (call, string) {
+	names, msg := keyNames(args[1:])
+	return call{reads: names, reply: replyGet}, msg
 }
 
-// mget answers MGET key...: an array of totals.
-func (c *session) mget(ctx context.Context, args [][]byte) error {
-	c.out = c.s.get(ctx, c.out, args[1:], true)
-	return nil
+// parseMGet describes MGET key...: an array of totals.
+func parseMGet(args [][]byte, _ time.Time) (call, string) {
+	names, msg := keyNames(args[1:])
+	return call{reads: names, reply: replyMGet}, msg
 }
 
-func (s *Server) get(ctx context.Context, out []byte, keys [][]byte, array bool) []byte {
-	names, msg := keyNames(keys)
-	if msg != "" {
-		s.m.commandErrors.Inc()
-		return resp.AppendError(out, msg)
-	}
-	est, msg := s.read(ctx, names)
-	if msg != "" {
-		return resp.AppendError(out, msg)
-	}
-	if array {
-		out = resp.AppendArrayHeader(out, len(est))
-	}
-	// A total beyond int64 is an error for that key only: MGET's element
-	// for it is the error reply, as a transaction's reads are.
-	for _, e := range est {
-		if e.Overflow != nil {
+func replyGet(s *Server, out []byte, _ call, reads []read) []byte { return s.appendReads(out, reads) }
+
+func replyMGet(s *Server, out []byte, _ call, reads []read) []byte {
+	return s.appendReads(resp.AppendArrayHeader(out, len(reads)), reads)
+}
+
+// appendReads appends each read's total, or its error: a total beyond
+// int64 is an error for that key only, MGET's element for it.
+func (s *Server) appendReads(out []byte, reads []read) []byte {
+	for _, r := range reads {
+		if r.err != "" {
 			s.m.commandErrors.Inc()
-			out = resp.AppendError(out, fmt.Sprintf("ERR read totals: %v", e.Overflow))
+			out = resp.AppendError(out, r.err)
 			continue
 		}
-		out = resp.AppendBulkInt(out, e.Total)
+		out = resp.AppendBulkInt(out, r.Total)
 	}
 	return out
 }
 
-// count answers COUNT key: [total, "exact" or "estimated", error95], where
-// the true count lies within total ± error95 with about 95% probability.
-func (s *Server) count(ctx context.Context, out, key []byte) []byte {
-	if err := checkKey(key); err != nil {
-		s.m.commandErrors.Inc()
-		return resp.AppendError(out, err.Error())
+// countAlone answers COUNT's other forms (windows.go), run only at once.
+var countAlone = onServer((*Server).countCmd)
+
+// parseCount describes COUNT key: [total, "exact" or "estimated",
+// error95], where the true count lies within total ± error95 with about
+// 95% probability. COUNT key SINCE span is run alone, refused inside
+// MULTI: time window reads are not (yet) answered at a position in a
+// transaction.
+func parseCount(args [][]byte, _ time.Time) (call, string) {
+	if len(args) > 2 {
+		return call{alone: countAlone}, errWindowInMulti
 	}
-	est, msg := s.read(ctx, []string{string(key)})
-	if msg != "" {
-		return resp.AppendError(out, msg)
+	if err := checkKey(args[1]); err != nil {
+		return call{}, err.Error()
 	}
-	if est[0].Overflow != nil {
-		s.m.commandErrors.Inc()
-		return resp.AppendError(out, fmt.Sprintf("ERR read totals: %v", est[0].Overflow))
-	}
-	return appendCount(out, est[0])
+	return call{reads: []string{string(args[1])}, reply: replyCount}, ""
 }
 
-// hot answers HOT.
-func (c *session) hot(context.Context, [][]byte) error {
-	c.out = c.s.appendHot(c.out)
-	return nil
+func replyCount(s *Server, out []byte, _ call, reads []read) []byte {
+	if r := reads[0]; r.err != "" {
+		s.m.commandErrors.Inc()
+		return resp.AppendError(out, r.err)
+	}
+	return appendCount(out, reads[0].Estimate)
 }
+
+// appendCount appends COUNT's reply for e: [total, "exact" or
+// "estimated", error95].
+func appendCount(out []byte, e pending.Estimate) []byte {
+	out = resp.AppendArrayHeader(out, 3)
+	out = resp.AppendInt(out, e.Total)
+	if e.Var == 0 {
+		out = resp.AppendBulkString(out, "exact")
+	} else {
+		out = resp.AppendBulkString(out, "estimated")
+	}
+	return resp.AppendInt(out, hotness.Error95(e.Var))
+}
+
+// parseHot describes HOT.
+func parseHot([][]byte, time.Time) (call, string) { return call{reply: replyHot}, "" }
+
+func replyHot(s *Server, out []byte, _ call, _ []read) []byte { return s.appendHot(out) }
 
 // appendHot appends HOT's reply: the hot keys, hottest first, each as
 // [key, rate per second, N].
@@ -189,6 +203,9 @@ func (s *Server) appendHot(out []byte) []byte {
 	return out
 }
 
+// errFlushInMulti refuses FLUSH inside MULTI.
+const errFlushInMulti = "ERR FLUSH is not allowed inside MULTI: it waits on the database; send it after EXEC"
+
 // flush answers FLUSH: OK once everything accepted before it is committed.
 func (c *session) flush(ctx context.Context, _ [][]byte) error {
 	s := c.s
@@ -210,4 +227,64 @@ func (c *session) flush(ctx context.Context, _ [][]byte) error {
 	}
 	c.out = resp.AppendOK(c.out)
 	return nil
+}
+
+// now is the server's clock for expiry times.
+func (s *Server) now() time.Time { return s.clock() }
+
+// acceptAll accepts items as one journal record, all or none, and waits
+// for what the acknowledgement mode promises; it returns the error reply,
+// or "" once accepted.
+func (s *Server) acceptAll(ctx context.Context, items []change.Change) string {
+	errs := make([]error, len(items))
+	tk, err := s.buf.AddAll(items, errs)
+	if err == nil {
+		err = s.confirm(ctx, tk)
+	}
+	if err == nil {
+		return ""
+	}
+	s.m.commandErrors.Inc()
+	return s.acceptError(err, errs)
+}
+
+// acceptError words why AddAll (err, with errs per item) or confirming it
+// failed, for one command.
+func (s *Server) acceptError(err error, errs []error) string {
+	if errors.Is(err, pending.ErrNotAll) {
+		for _, e := range errs {
+			if e != nil {
+				return itemError(e)
+			}
+		}
+	}
+	return groupError(err)
+}
+
+// read returns keys' estimates as GET sees them, or the error reply.
+func (s *Server) read(ctx context.Context, keys []string) ([]pending.Estimate, string) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	est, err := s.buf.Estimates(ctx, keys)
+	if err != nil {
+		s.m.commandErrors.Inc()
+		return nil, fmt.Sprintf("ERR read totals: %v", err)
+	}
+	return est, ""
+}
+
+// exists reports whether a key exists: its total is not 0, which a
+// total beyond int64 is not either.
+func exists(e pending.Estimate) bool { return e.Total != 0 || e.Overflow != nil }
+
+// keyNames checks keys and copies them.
+func keyNames(keys [][]byte) ([]string, string) {
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		if err := checkKey(k); err != nil {
+			return nil, err.Error()
+		}
+		names[i] = string(k)
+	}
+	return names, ""
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/counterd/counterd/internal/resp"
 )
@@ -9,18 +10,20 @@ import (
 // Connection commands: answered from the connection's own state or the
 // server's, without waiting on anything.
 
-// ping answers PING [message]: PONG, or the message.
-func (c *session) ping(_ context.Context, args [][]byte) error {
+// parsePing describes PING [message]: PONG, or the message.
+func parsePing(args [][]byte, _ time.Time) (call, string) {
 	switch len(args) {
 	case 1:
-		c.out = resp.AppendSimple(c.out, "PONG")
+		return call{reply: replyPong}, ""
 	case 2:
-		c.out = resp.AppendBulk(c.out, args[1])
-	default:
-		c.fail(arityError("ping"))
+		return call{arg: args[1], reply: replyArg}, ""
 	}
-	return nil
+	return call{}, arityError("ping")
 }
+
+func replyPong(_ *Server, out []byte, _ call, _ []read) []byte { return resp.AppendSimple(out, "PONG") }
+
+func replyArg(_ *Server, out []byte, c call, _ []read) []byte { return resp.AppendBulk(out, c.arg) }
 
 func (c *session) echo(_ context.Context, args [][]byte) error {
 	c.out = resp.AppendBulk(c.out, args[1])

@@ -43,9 +43,11 @@
 // (id, protocol, name, library, authentication) is the session's
 // connState; the registry lists open sessions for CLIENT LIST.
 //
-// MULTI/EXEC (multi.go) queues the commands the table allows, checked as
-// they arrive, and EXEC accepts all their changes as one journal record
-// or none of them (multi_exec.go).
+// A command a transaction may hold is described once (call.go): its
+// changes, the keys it reads, its reply. Run at once, it is a batch of
+// one call; MULTI (multi.go) queues the calls, checked as they arrive, and
+// EXEC runs them as one batch, all their changes one journal record or
+// none of them (multi_exec.go).
 //
 // With Options.IO "loop" (COUNTERD_IO=loop, the daemon's default on
 // Linux) connections are served by event loops instead (loop_linux.go,

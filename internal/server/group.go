@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/journal"
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/resp"
@@ -37,17 +36,15 @@ func (c *session) groupReplies(errs []error, err error) {
 	for i, it := range c.group {
 		switch {
 		case err != nil:
-			if it.Kind == change.Unique && it.Delta > 0 && errs[i] == nil && accepted(err) {
-				// Journaled, not confirmed: in the key, so a retry
-				// answers 0, but journaled again (pfaddFast).
-				s.uniques.accepted(it.Key, uint64(it.Bucket), false)
+			if r := commands.replies[it.Kind]; r != nil && errs[i] == nil && accepted(err) {
+				r(s, it, false) // journaled, not confirmed: the kind may keep that
 			}
 			c.out = resp.AppendError(c.out, groupError(err))
 		case errs[i] != nil:
 			s.m.commandErrors.Inc()
 			c.out = resp.AppendError(c.out, itemError(errs[i]))
-		case it.Kind == change.Unique:
-			c.out = resp.AppendInt(c.out, s.memberReply(it))
+		case commands.replies[it.Kind] != nil:
+			c.out = resp.AppendInt(c.out, commands.replies[it.Kind](s, it, true))
 		default:
 			c.out = resp.AppendInt(c.out, it.Delta)
 		}
@@ -57,18 +54,6 @@ func (c *session) groupReplies(errs []error, err error) {
 	}
 	clear(c.group) // drop references to the read buffer
 	c.group = c.group[:0]
-}
-
-// memberReply is the reply of PFADD key member, accepted and confirmed:
-// 1 if this daemon's view of the key changed, else 0 (always 0 for a
-// member confirmed before, which recorded nothing: Delta 0). Only now
-// does the member enter the view, and a later PFADD of it may record
-// nothing (pfaddFast).
-func (s *Server) memberReply(it change.Change) int64 {
-	if it.Delta == 0 || !s.uniques.accepted(it.Key, uint64(it.Bucket), true) {
-		return 0
-	}
-	return 1
 }
 
 // accepted reports whether a group that confirm answered err was still
@@ -81,6 +66,21 @@ func accepted(err error) bool {
 // a pipelining client's group can grow to thousands (48 bytes each, and
 // an error slot), which idle connections need not hold.
 const maxKeptGroup = 256
+
+// settle is what a connection does once it has answered everything it
+// read and written the replies (handed them to the socket, or kept what
+// the socket did not take): it ends (true) if the client quit or the
+// connection must (quit: QUIT, a protocol error, a command's error;
+// done: the client closed its side, or the server drains), else it
+// idles until more input. A connection served by a goroutine and one
+// served by a loop both settle this way.
+func (c *session) settle(quit error, done bool) bool {
+	if quit != nil || done {
+		return true
+	}
+	c.idle()
+	return false
+}
 
 // idle gives back what a connection grew for a burst once it waits for
 // input with nothing buffered: its read buffer and its group's room. The

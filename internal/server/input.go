@@ -38,6 +38,14 @@ func (c *session) authenticated() {
 	}
 }
 
+// protocolReply answers a command the connection could not send whole
+// (malformed, or past a size limit; protocolError counted it), once the
+// group before it has its replies; the connection then ends. A connection
+// served by a goroutine and one served by a loop both end this way.
+func (c *session) protocolReply(err error) {
+	c.out = resp.AppendError(c.out, "ERR "+err.Error())
+}
+
 // protocolError counts a malformed or oversized command that ends the
 // connection, and logs one past a size limit: the client is probably
 // sending something it should not, or the limit is too low for it.

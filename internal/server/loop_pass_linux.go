@@ -78,8 +78,8 @@ func (r fdReader) Read(p []byte) (int, error) {
 }
 
 // paused reports whether c has so many replies unsent that it must not
-// read or run anything more (the outbox's rule: half the output limit).
-func (l *eloop) paused(c *lconn) bool { return len(c.pend) > l.s.opts.OutputLimit/2 }
+// read or run anything more (session.readStop, as the outbox's).
+func (l *eloop) paused(c *lconn) bool { return c.sess.readStop(len(c.pend)) }
 
 // pass runs one pass over the connections marked ready.
 func (l *eloop) pass() {
@@ -126,7 +126,7 @@ func (l *eloop) scan(c *lconn) {
 		args, ok, err := c.rd.Next()
 		if err != nil {
 			sess.protocolError(err)
-			c.quit = err
+			c.quit = err // answered once the group is (finish)
 			return
 		}
 		if !ok {
@@ -263,25 +263,21 @@ func (l *eloop) back(c *lconn) bool {
 func (l *eloop) finish(c *lconn) {
 	sess := c.sess
 	if err, ok := c.quit.(*resp.ProtocolError); ok {
-		sess.out = resp.AppendError(sess.out, "ERR "+err.Error())
+		sess.protocolReply(err)
 		c.quit = errQuit // answered once
 	}
 	if len(sess.out) > 0 && !l.write(c) {
 		return
 	}
 	switch {
-	case c.quit != nil:
-		if len(c.pend) == 0 {
-			l.close(c)
-		} // else flushPend brings it back
-	case c.more:
+	case c.quit == nil && c.more:
 		if !l.paused(c) {
 			l.mark(c)
 		} // else flushPend brings it back
-	case (c.ended || l.draining.Load()) && len(c.pend) == 0:
-		l.close(c)
-	default:
-		sess.idle() // waiting for input; no command of this pass is in use
+	case sess.settle(c.quit, c.ended || l.draining.Load()): // else idle: no command of this pass is in use
+		if len(c.pend) == 0 {
+			l.close(c)
+		} // else flushPend brings it back
 	}
 }
 
@@ -372,9 +368,7 @@ func (l *eloop) writeTimeouts(now time.Time) {
 		if len(c.pend) == 0 || c.doomed || now.Sub(c.since) < l.s.opts.WriteTimeout {
 			continue
 		}
-		l.s.out.writeTimeout.Inc()
-		l.s.opts.Logger.Warn("closing connection: client did not read its replies within COUNTERD_CLIENT_WRITE_TIMEOUT",
-			"conn", c.sess.conn.id, "pending_bytes", len(c.pend), "timeout", l.s.opts.WriteTimeout)
+		c.sess.writeTimedOut(len(c.pend))
 		l.close(c)
 	}
 }

@@ -97,7 +97,7 @@ func (o *outbox) run(c *session, conn net.Conn) {
 		_ = conn.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
 		_, err := conn.Write(buf)
 		if err != nil {
-			c.writeFailed(conn, err, len(buf))
+			c.writeFailed(err, len(buf))
 			// Disconnect now: the session may be waiting for input (a
 			// client that sent its whole pipeline and reads nothing) or
 			// running a command, and would not notice the error until it
@@ -117,13 +117,14 @@ func (o *outbox) run(c *session, conn net.Conn) {
 	}
 }
 
-// waitBelow blocks while more than limit bytes are unsent: the session
-// reads nothing meanwhile, which pushes back on the client. It returns
-// the write error that ended the connection, if any.
-func (o *outbox) waitBelow(limit int) error {
+// waitBelow blocks while stop says the bytes unsent are too many
+// (session.readStop): the session reads nothing meanwhile, which pushes
+// back on the client. It returns the write error that ended the
+// connection, if any.
+func (o *outbox) waitBelow(stop func(held int) bool) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for o.err == nil && o.unsent() > limit {
+	for o.err == nil && stop(o.unsent()) {
 		o.cond.Wait()
 	}
 	return o.err
@@ -166,7 +167,7 @@ func (c *session) write(conn net.Conn) error {
 	if err := c.ob.send(c, conn, out); err != nil {
 		return err
 	}
-	return c.ob.waitBelow(c.s.opts.OutputLimit / 2)
+	return c.ob.waitBelow(c.readStop)
 }
 
 func (c *session) resetOut() {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"net"
 	"os"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -55,14 +54,26 @@ func (c *session) overLimit(held int) bool {
 	return true
 }
 
+// readStop reports whether a connection holding held bytes of replies
+// its client has not taken must read and run nothing more until the
+// client takes some: past half Options.OutputLimit. It pushes back on a
+// client that pipelines without reading, so only one command's very large
+// reply can reach the limit itself.
+func (c *session) readStop(held int) bool { return held > c.s.opts.OutputLimit/2 }
+
 // writeFailed counts and logs a write that ended the connection because
 // the client stopped reading. Other write errors (the client went away,
 // shutdown closed it) are ordinary ends, not logged as warnings.
-func (c *session) writeFailed(conn net.Conn, err error, pending int) {
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
-		return
+func (c *session) writeFailed(err error, pending int) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		c.writeTimedOut(pending)
 	}
+}
+
+// writeTimedOut counts and logs a connection closed because its client
+// took none of its pending replies within Options.WriteTimeout.
+func (c *session) writeTimedOut(pending int) {
 	c.s.out.writeTimeout.Inc()
 	c.s.opts.Logger.Warn("closing connection: client did not read its replies within COUNTERD_CLIENT_WRITE_TIMEOUT",
-		"conn", c.conn.id, "remote", conn.RemoteAddr().String(), "pending_bytes", pending, "timeout", c.s.opts.WriteTimeout)
+		"conn", c.conn.id, "pending_bytes", pending, "timeout", c.s.opts.WriteTimeout)
 }

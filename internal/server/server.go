@@ -94,7 +94,7 @@ type Server struct {
 	reg registry
 	// clock is the time expiries are set and read against; tests pin it.
 	clock func() time.Time
-	// uniques is this daemon's view of unique keys (uniques.go).
+	// uniques is this daemon's view of unique keys (kind_unique.go).
 	uniques uniqueView
 }
 

@@ -72,7 +72,7 @@ func (s *Server) session(ctx context.Context, c net.Conn) error {
 			if err != nil {
 				sess.protocolError(err)
 				sess.endGroup(ctx)
-				sess.out = resp.AppendError(sess.out, "ERR "+err.Error())
+				sess.protocolReply(err)
 				quit = err
 				break
 			}
@@ -96,13 +96,10 @@ func (s *Server) session(ctx context.Context, c net.Conn) error {
 		if err := sess.write(c); err != nil {
 			return err
 		}
-		if quit != nil {
+		// Draining, what was read is answered; the rest is not ours.
+		if sess.settle(quit, s.draining()) {
 			return quit
 		}
-		if s.draining() {
-			return nil // what was read is answered; the rest is not ours
-		}
-		sess.idle()
 		if err := rd.Fill(); err != nil {
 			switch {
 			case errors.Is(err, io.EOF):

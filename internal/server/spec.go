@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
+
+	"github.com/counterd/counterd/internal/change"
 )
 
 // cmdSpec is one command: how Redis's COMMAND INFO and COMMAND DOCS
@@ -41,13 +42,20 @@ type cmdSpec struct {
 	// when refused there ("" is Redis's errNotInMulti).
 	multi   multiPolicy
 	refusal string
-	// queue checks a call inside MULTI (multiQueued) and returns what EXEC
-	// does with it.
-	queue queuer
+	// parse, when set, describes the command (call.go): run at once, or
+	// queued inside MULTI (multiQueued) and run by EXEC. Its run is then
+	// runCall, unless it sets its own.
+	parse parser
 	// fast, when set, takes a well-formed call into the connection's group
 	// before any lookup: the increments' and TAKE's path, which must stay
 	// free of allocations. It reports false to leave the call to run.
 	fast fastHandler
+	// groupReply, when set, is the reply of the changes of kind groupKind
+	// its fast path joins to the group: the group's replies (group.go)
+	// call it for each once the group is accepted. Without it a change's
+	// reply is its Delta.
+	groupKind  change.Kind
+	groupReply groupReply
 }
 
 // handler answers one command, appending its reply to c.out. A non-nil
@@ -67,11 +75,12 @@ func onServer(f func(s *Server, ctx context.Context, out []byte, args [][]byte) 
 // did; spec is the command, recorded for CLIENT LIST.
 type fastHandler func(c *session, spec *cmdSpec, args [][]byte) bool
 
-// queuer checks a call queued inside MULTI as EXEC will run it (now is
-// the clock for expiries) and returns what EXEC does with it, the keys
-// the transaction must check and copy, or the error that discards the
-// transaction.
-type queuer func(args [][]byte, now time.Time) (cmd txCmd, keys [][]byte, msg string)
+// groupReply is the reply of change it, accepted with its group; a kind
+// whose reply is not its Delta (PFADD's: whether the key's sketch
+// changed) declares one. confirmed is false for a group accepted but not
+// confirmed (its reply is then the group's error, and the returned value
+// unused).
+type groupReply func(s *Server, it change.Change, confirmed bool) int64
 
 // multiPolicy is what a command does between MULTI and EXEC, as Redis's
 // CMD_NO_MULTI flag and its list of commands that run at once.
@@ -98,6 +107,8 @@ type cmdIndex struct {
 	all    []*cmdSpec
 	byName map[string]*cmdSpec
 	fast   []*cmdSpec // the commands with a fast path, in table order
+	// replies are the group replies by kind (cmdSpec.groupReply).
+	replies [256]groupReply
 }
 
 var commands cmdIndex
@@ -111,6 +122,12 @@ func init() {
 		commands.byName[c.name] = c
 		if c.fast != nil {
 			commands.fast = append(commands.fast, c)
+		}
+		if c.parse != nil && c.run == nil {
+			c.run = func(sess *session, ctx context.Context, args [][]byte) error { return sess.runCall(ctx, c, args) }
+		}
+		if c.groupReply != nil {
+			commands.replies[c.groupKind] = c.groupReply
 		}
 	}
 }

@@ -1,5 +1,7 @@
 package server
 
+import "slices"
+
 // commandTable is every command counterd answers, in the order COMMAND
 // lists them, each declared once: its Redis description (name, arity,
 // flags, keys, docs), its handler and counterd's own flags (blocking,
@@ -9,33 +11,34 @@ package server
 // MULTI alike, and COMMAND, COMMAND COUNT, COMMAND INFO and COMMAND DOCS
 // are generated from it, so they cannot disagree.
 //
-// Adding a command is one entry here and one handler (in its own file if
-// it starts a new family, as budget_cmds.go and reset.go do). Its zero
+// Adding a command is one entry here and one handler; a kind's commands
+// are entries of its own file (kind_<kind>.go), listed here in order. Its zero
 // values are the safe ones: refused inside MULTI, not blocking, no fast
 // path, not allowed before AUTH unless its Redis flags say no_auth. To
-// queue it inside MULTI, give it a queue function (multi.go) and
-// multiQueued; TestCommandTable checks the entry is consistent.
-var commandTable = []*cmdSpec{
+// queue it inside MULTI, describe it with a parser (call.go) instead of a
+// handler, and say multiQueued; TestCommandTable checks the entry is
+// consistent.
+var commandTable = slices.Concat([]*cmdSpec{
 	counter("incr", 2, fixedDelta(1), "Adds 1 to a counter; replies 1, the amount added."),
 	counter("decr", 2, fixedDelta(-1), "Subtracts 1 from a counter; replies -1, the amount added."),
 	counter("incrby", 3, argDelta(1), "Adds n to a counter; replies n, the amount added."),
 	counter("decrby", 3, argDelta(-1), "Subtracts n from a counter; replies -n, the amount added."),
-	incronceSpec, // incronce.go
+	onceCommand, // kind_once.go
 	{name: "get", arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1,
 		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@read", "@string", "@fast"},
 		group: "string", since: "1.0.0", complexity: "O(1)",
 		summary: "Returns a counter's exact total as a bulk string; 0 for a key never counted.",
-		run:     (*session).getCmd, blocking: true, multi: multiQueued, queue: queueRead(replyGet)},
+		parse:   parseGet, blocking: true, multi: multiQueued},
 	{name: "mget", arity: -2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: -1, step: 1,
 		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@read", "@string", "@fast"},
 		tips: []string{"request_policy:multi_shard"}, group: "string", since: "1.0.0",
 		complexity: "O(N) where N is the number of keys", summary: "Returns the totals of several counters.",
-		run: (*session).mget, blocking: true, multi: multiQueued, queue: queueRead(replyMGet)},
+		parse: parseMGet, blocking: true, multi: multiQueued},
 	{name: "count", arity: -2, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, step: 1,
 		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@read", "@slow"},
 		group: "counterd", since: "1.0.0", complexity: "O(1); with SINCE, O(N) where N is the number of buckets",
 		summary: "Returns a counter's total (or, with SINCE span, its count over its time buckets covering the span), whether it is exact or estimated, and its 95% error bound.",
-		run:     onServer((*Server).countCmd), blocking: true, multi: multiQueued, queue: queueCount},
+		parse:   parseCount, blocking: true, multi: multiQueued},
 	{name: "range", arity: 4, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, step: 1,
 		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@read", "@slow"},
 		group: "counterd", since: "1.0.0", complexity: "O(N) where N is the number of buckets",
@@ -50,14 +53,14 @@ var commandTable = []*cmdSpec{
 		tips: []string{"nondeterministic_output"}, group: "counterd", since: "1.0.0",
 		complexity: "O(N) where N is the number of hot keys",
 		summary:    "Returns the keys hot now with their rate per second and sampling factor N, hottest first.",
-		run:        (*session).hot, multi: multiQueued, queue: queueNoKeys(replyHot)},
+		parse:      parseHot, multi: multiQueued},
 	{name: "flush", arity: 1, flags: []string{"write", "noscript"}, acl: []string{"@write", "@slow"},
 		group: "counterd", since: "1.0.0", complexity: "O(N) where N is the number of pending keys",
 		summary: "Replies OK once every increment accepted before it is committed in PostgreSQL.",
 		run:     (*session).flush, blocking: true, refusal: errFlushInMulti},
 	{name: "ping", arity: -1, flags: []string{"fast", "sentinel"}, acl: []string{"@fast", "@connection"},
 		group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Returns the server's liveliness response.",
-		run: (*session).ping, multi: multiQueued, queue: queuePing},
+		parse: parsePing, multi: multiQueued},
 	{name: "echo", arity: 2, flags: []string{"loading", "stale", "fast"}, acl: []string{"@fast", "@connection"},
 		group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Returns the given string.",
 		run: (*session).echo},
@@ -129,66 +132,13 @@ var commandTable = []*cmdSpec{
 		summary: "Monitors changes to keys to determine the execution of a transaction.",
 		run:     (*session).watch, multi: multiAtOnce},
 	txn("unwatch", "Forgets about watched keys of a transaction.", "@fast",
-		cmdSpec{run: (*session).unwatch, multi: multiQueued, queue: queueNoKeys(replyOK)}),
-
-	// Budgets (budget_cmds.go). TAKE may wait on the database and its grant
-	// cannot be undone, so the three cannot join a transaction.
-	{name: "budget", arity: -2, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, step: 1,
-		keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@slow"},
-		group: "counterd", since: "1.0.0", complexity: "O(1)",
-		summary: "BUDGET key n adds n to a budget (creating it) and replies the unleased remainder; BUDGET key replies [remaining, granted, leased].",
-		run:     (*session).budget, blocking: true, refusal: errBudgetInMulti},
-	{name: "take", arity: -2, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1,
-		keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@fast"},
-		group: "counterd", since: "1.0.0", complexity: "O(1)",
-		summary: "TAKE key [n] grants n units (default 1) of a budget, all or nothing: replies n, or 0 when the budget cannot cover n.",
-		run:     (*session).take, fast: (*session).takeFast, blocking: true, refusal: errBudgetInMulti},
-	{name: "next", arity: 2, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1,
-		keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@fast"},
-		group: "counterd", since: "1.0.0", complexity: "O(1)",
-		summary: "NEXT key replies a number of a sequence, from 1, that no other call of any daemon ever gets.",
-		run:     (*session).next, blocking: true, refusal: errBudgetInMulti},
-
-	// DEL, SET and expiries (reset.go).
-	{name: "del", arity: -2, flags: []string{"write"}, firstKey: 1, lastKey: -1, step: 1,
-		keyFlags: []string{"RM", "DELETE"}, acl: []string{"@keyspace", "@write", "@slow"},
-		group: "generic", since: "1.0.0", complexity: "O(N) where N is the number of keys",
-		summary: "Zeroes counters: what is committed for them now and this daemon's pending increments are removed; replies how many were not 0.",
-		run:     (*session).del, blocking: true, multi: multiQueued, queue: queueDel},
-	{name: "set", arity: -3, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, step: 1,
-		keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@string", "@slow"},
-		group: "string", since: "1.0.0", complexity: "O(1)",
-		summary: "Sets a counter to an integer, as DEL then INCRBY would; EX, PX, EXAT and PXAT set its expiry.",
-		run:     (*session).set, blocking: true, multi: multiQueued, queue: queueSet},
-	expireSpec("expire", "Sets a counter's expiry in seconds; replies 1, or 0 if the counter is 0."),
-	expireSpec("pexpire", "Sets a counter's expiry in milliseconds (rounded up to whole seconds)."),
-	expireSpec("expireat", "Sets a counter's expiry as a unix time in seconds."),
-	expireSpec("pexpireat", "Sets a counter's expiry as a unix time in milliseconds (rounded up to whole seconds)."),
-	ttlSpec("ttl", "Returns a counter's time to live in seconds: -1 without expiry, -2 if it is 0."),
-	ttlSpec("pttl", "Returns a counter's time to live in milliseconds: -1 without expiry, -2 if it is 0."),
-	{name: "persist", arity: 2, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1,
-		keyFlags: []string{"RW", "UPDATE"}, acl: []string{"@keyspace", "@write", "@fast"},
-		group: "generic", since: "2.2.0", complexity: "O(1)",
-		summary: "Removes a counter's expiry; replies 1, or 0 if it had none.",
-		run:     (*session).persist, blocking: true, refusal: notInMulti("persist")},
-
-	// Unique counts (uniques.go).
-	{name: "pfadd", arity: -2, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1,
-		keyFlags: []string{"RW", "INSERT"}, acl: []string{"@write", "@hyperloglog", "@fast"},
-		group: "hyperloglog", since: "2.8.9", complexity: "O(1) to add every element.",
-		summary: "Adds members to a key's HyperLogLog sketch once journaled; replies 1 if this daemon's sketch of the key changed or the key is new to it, else 0.",
-		run:     onServer((*Server).pfadd), fast: (*session).pfaddFast, blocking: true, refusal: notInMulti("pfadd")},
-	{name: "pfcount", arity: -2, flags: []string{"readonly"}, firstKey: 1, lastKey: -1, step: 1,
-		keyFlags: []string{"RO"}, acl: []string{"@read", "@hyperloglog", "@slow"},
-		group: "hyperloglog", since: "2.8.9", complexity: "O(N) where N is the number of keys; with SINCE, the number of keys and buckets",
-		summary: "Returns the estimated number of distinct members of the union of the keys' sketches (exact up to 1,280), stored and pending; with SINCE span, of the union of the keys' time-bucket sketches covering the span.",
-		run:     onServer((*Server).pfcount), blocking: true, refusal: notInMulti("pfcount")},
-	{name: "pfmerge", arity: -2, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: -1, step: 1,
-		keyFlags: []string{"RW", "ACCESS", "INSERT"}, acl: []string{"@write", "@hyperloglog", "@slow"},
-		group: "hyperloglog", since: "2.8.9", complexity: "O(N) to merge N HyperLogLogs, but with high constant times.",
-		summary: "Adds the members of the source keys' sketches (stored and pending) to the destination key's; replies OK once journaled.",
-		run:     onServer((*Server).pfmerge), blocking: true, refusal: notInMulti("pfmerge")},
-}
+		cmdSpec{parse: parseUnwatch, multi: multiQueued}),
+},
+	budgetCommands, // kind_budget.go
+	setCommands,    // kind_set.go
+	expireCommands, // kind_expire.go
+	uniqueCommands, // kind_unique.go
+)
 
 var writeKey = []string{"RW", "ACCESS", "UPDATE"}
 
@@ -196,12 +146,13 @@ var writeKey = []string{"RW", "ACCESS", "UPDATE"}
 var connFlags = []string{"noscript", "loading", "stale", "fast", "no_auth", "sentinel", "allow_busy"}
 
 // counter is an increment command: its fast path groups a well-formed
-// call; run answers one the fast path refused; inside MULTI it is queued.
+// call; its description (deltaFunc.parse) answers one the fast path
+// refused, and is queued inside MULTI.
 func counter(name string, arity int, d deltaFunc, summary string) *cmdSpec {
 	return &cmdSpec{name: name, arity: arity, flags: []string{"write", "denyoom", "fast"},
 		firstKey: 1, lastKey: 1, step: 1, keyFlags: writeKey, acl: []string{"@write", "@string", "@fast"},
 		group: "string", since: "1.0.0", complexity: "O(1)", summary: summary,
-		run: d.run, fast: d.fast, multi: multiQueued, queue: d.queue}
+		parse: d.parse, fast: d.fast, multi: multiQueued}
 }
 
 func clientSub(name string, arity int, summary, since string, tips []string, run handler) *cmdSpec {
@@ -224,19 +175,4 @@ func txn(name, summary, speed string, d cmdSpec) *cmdSpec {
 	d.name, d.arity, d.flags, d.acl = name, 1, flags, []string{speed, "@transaction"}
 	d.group, d.since, d.complexity, d.summary = "transactions", "2.0.0", "O(1)", summary
 	return &d
-}
-
-func expireSpec(name, summary string) *cmdSpec {
-	// -3: Redis's options are taken, to be refused by name.
-	return &cmdSpec{name: name, arity: -3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1,
-		keyFlags: []string{"RW", "UPDATE"}, acl: []string{"@keyspace", "@write", "@fast"},
-		group: "generic", since: "1.0.0", complexity: "O(1)", summary: summary,
-		run: (*session).expire, blocking: true, refusal: notInMulti(name)}
-}
-
-func ttlSpec(name, summary string) *cmdSpec {
-	return &cmdSpec{name: name, arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1,
-		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@keyspace", "@read", "@fast"},
-		group: "generic", since: "1.0.0", complexity: "O(1)", summary: summary,
-		run: (*session).ttl, blocking: true, refusal: notInMulti(name)}
 }

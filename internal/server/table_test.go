@@ -157,7 +157,7 @@ func checkFlags(t *testing.T, c *cmdSpec) {
 		broken bool
 		why    string
 	}{
-		{(c.multi == multiQueued) != (c.queue != nil), "a queue function exactly when queued inside MULTI"},
+		{(c.multi == multiQueued) != (c.parse != nil), "a description (parser) exactly when queued inside MULTI"},
 		{c.refusal != "" && c.multi != multiRefused, "a refusal only when refused inside MULTI"},
 		{c.fast != nil && !c.has("write"), "a fast path only for a write"},
 		{c.has("write") && !c.blocking && c.fast == nil, "a write waits (blocking) or joins the group (fast path)"},

@@ -25,14 +25,18 @@ const maxBuckets = 100_000
 // maxTop bounds TOP's limit.
 const maxTop = 10_000
 
+// errWindowInMulti refuses window reads inside MULTI: a transaction's
+// reads are answered at their position in it; time window reads are not
+// (yet), so they are refused rather than answered as of EXEC.
+const errWindowInMulti = "ERR COUNT ... SINCE, RANGE and TOP are not allowed inside MULTI; send them after EXEC"
+
 // errNoWindows answers a window read when COUNTERD_WINDOWS is empty.
 const errNoWindows = "ERR no time windows are configured (COUNTERD_WINDOWS)"
 
-// countCmd answers COUNT key and COUNT key SINCE span.
+// countCmd answers COUNT key SINCE span and a COUNT of 3 or more
+// arguments that is not that (COUNT key is parseCount's).
 func (s *Server) countCmd(ctx context.Context, out []byte, args [][]byte) []byte {
 	switch {
-	case len(args) == 2:
-		return s.count(ctx, out, args[1])
 	case len(args) == 4 && is(args[2], "SINCE"):
 		return s.countSince(ctx, out, args[1], args[3])
 	}

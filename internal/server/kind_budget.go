@@ -19,6 +19,25 @@ import (
 // transaction's all-or-nothing journal record.
 const errBudgetInMulti = "ERR BUDGET, TAKE and NEXT are not allowed inside MULTI: send them outside a transaction"
 
+// budgetCommands are the budgets' entries of the command table.
+var budgetCommands = []*cmdSpec{
+	{name: "budget", arity: -2, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@slow"},
+		group: "counterd", since: "1.0.0", complexity: "O(1)",
+		summary: "BUDGET key n adds n to a budget (creating it) and replies the unleased remainder; BUDGET key replies [remaining, granted, leased].",
+		run:     (*session).budget, blocking: true, refusal: errBudgetInMulti},
+	{name: "take", arity: -2, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@fast"},
+		group: "counterd", since: "1.0.0", complexity: "O(1)",
+		summary: "TAKE key [n] grants n units (default 1) of a budget, all or nothing: replies n, or 0 when the budget cannot cover n.",
+		run:     (*session).take, fast: (*session).takeFast, blocking: true, refusal: errBudgetInMulti},
+	{name: "next", arity: 2, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "ACCESS", "UPDATE"}, acl: []string{"@write", "@fast"},
+		group: "counterd", since: "1.0.0", complexity: "O(1)",
+		summary: "NEXT key replies a number of a sequence, from 1, that no other call of any daemon ever gets.",
+		run:     (*session).next, blocking: true, refusal: errBudgetInMulti},
+}
+
 // budgetKey returns the budgets and the call's key, or false having
 // answered why not.
 func (c *session) budgetKey(args [][]byte) (*budget.Manager, string, bool) {

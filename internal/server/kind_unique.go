@@ -20,6 +20,26 @@ import (
 // record, before it replies. Adding a member twice changes nothing, so a
 // PFADD that failed part way is safe to send again.
 
+// uniqueCommands are the unique counts' entries of the command table.
+var uniqueCommands = []*cmdSpec{
+	{name: "pfadd", arity: -2, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "INSERT"}, acl: []string{"@write", "@hyperloglog", "@fast"},
+		group: "hyperloglog", since: "2.8.9", complexity: "O(1) to add every element.",
+		summary: "Adds members to a key's HyperLogLog sketch once journaled; replies 1 if this daemon's sketch of the key changed or the key is new to it, else 0.",
+		run:     onServer((*Server).pfadd), fast: (*session).pfaddFast, blocking: true, refusal: notInMulti("pfadd"),
+		groupKind: change.Unique, groupReply: (*Server).memberReply},
+	{name: "pfcount", arity: -2, flags: []string{"readonly"}, firstKey: 1, lastKey: -1, step: 1,
+		keyFlags: []string{"RO"}, acl: []string{"@read", "@hyperloglog", "@slow"},
+		group: "hyperloglog", since: "2.8.9", complexity: "O(N) where N is the number of keys; with SINCE, the number of keys and buckets",
+		summary: "Returns the estimated number of distinct members of the union of the keys' sketches (exact up to 1,280), stored and pending; with SINCE span, of the union of the keys' time-bucket sketches covering the span.",
+		run:     onServer((*Server).pfcount), blocking: true, refusal: notInMulti("pfcount")},
+	{name: "pfmerge", arity: -2, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: -1, step: 1,
+		keyFlags: []string{"RW", "ACCESS", "INSERT"}, acl: []string{"@write", "@hyperloglog", "@slow"},
+		group: "hyperloglog", since: "2.8.9", complexity: "O(N) to merge N HyperLogLogs, but with high constant times.",
+		summary: "Adds the members of the source keys' sketches (stored and pending) to the destination key's; replies OK once journaled.",
+		run:     onServer((*Server).pfmerge), blocking: true, refusal: notInMulti("pfmerge")},
+}
+
 // maxViewKeys bounds the keys whose sketch this daemon keeps to answer
 // PFADD's "changed" (a tracker takes at most 16 KiB, its exact set or
 // its registers, so at most 64 MiB): past it the view starts afresh, and a key it forgot answers 1
@@ -154,6 +174,19 @@ func (s *Server) pfadd(ctx context.Context, out []byte, args [][]byte) []byte {
 		return resp.AppendInt(out, 1)
 	}
 	return resp.AppendInt(out, 0)
+}
+
+// memberReply is the reply of PFADD key member, its group accepted: 1 if
+// this daemon's view of the key changed, else 0 (always 0 for a member
+// confirmed before, which recorded nothing: Delta 0). Only now does the
+// member enter the view, and a later PFADD of it may record nothing
+// (pfaddFast). Accepted but not confirmed (confirmed false), it is in the
+// key, so a retry answers 0, but it is journaled again.
+func (s *Server) memberReply(it change.Change, confirmed bool) int64 {
+	if it.Delta == 0 || !s.uniques.accepted(it.Key, uint64(it.Bucket), confirmed) {
+		return 0
+	}
+	return 1
 }
 
 // journalMembers accepts items as one group and waits for what the

@@ -3,50 +3,42 @@ package server
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/counterd/counterd/internal/change"
-	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/resp"
 )
 
-// DEL, SET, EXPIRE and friends. Each is accepted like an increment: as a
-// change in the journal before the reply (change.Set, change.Expire), and
-// committed in order with the rounds. A key "exists" when its total, as
-// GET reads it, is not 0: a counter at 0 and a key never counted are the
-// same thing. DEL, EXPIRE, TTL and PERSIST read the key first for their
-// reply (and EXPIRE and PERSIST do nothing to a key that does not exist);
-// that read and the change are not atomic, so under concurrent increments
-// the reply is advisory while the change itself is exact.
+// Expiries (change.Expire): EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL,
+// PTTL and PERSIST. Each is accepted like an increment: as a change in
+// the journal before the reply, committed in order with the rounds. A key
+// "exists" when its total, as GET reads it, is not 0: a counter at 0 and
+// a key never counted are the same thing. EXPIRE, TTL and PERSIST read
+// the key first for their reply (and EXPIRE and PERSIST do nothing to a
+// key that does not exist); that read and the change are not atomic, so
+// under concurrent increments the reply is advisory while the change
+// itself is exact.
 
-// notInMulti refuses a command of this file but DEL and SET inside MULTI.
+// expireCommands are the expiries' entries of the command table.
+var expireCommands = []*cmdSpec{
+	expireSpec("expire", "Sets a counter's expiry in seconds; replies 1, or 0 if the counter is 0."),
+	expireSpec("pexpire", "Sets a counter's expiry in milliseconds (rounded up to whole seconds)."),
+	expireSpec("expireat", "Sets a counter's expiry as a unix time in seconds."),
+	expireSpec("pexpireat", "Sets a counter's expiry as a unix time in milliseconds (rounded up to whole seconds)."),
+	ttlSpec("ttl", "Returns a counter's time to live in seconds: -1 without expiry, -2 if it is 0."),
+	ttlSpec("pttl", "Returns a counter's time to live in milliseconds: -1 without expiry, -2 if it is 0."),
+	{name: "persist", arity: 2, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "UPDATE"}, acl: []string{"@keyspace", "@write", "@fast"},
+		group: "generic", since: "2.2.0", complexity: "O(1)",
+		summary: "Removes a counter's expiry; replies 1, or 0 if it had none.",
+		run:     (*session).persist, blocking: true, refusal: notInMulti("persist")},
+}
+
+// notInMulti refuses a command inside MULTI, by name.
 func notInMulti(name string) string {
 	return "ERR " + strings.ToUpper(name) + " is not supported inside MULTI: send it outside the transaction"
-}
-
-// set answers SET key n [EX s | PX ms | EXAT t | PXAT t].
-func (c *session) set(ctx context.Context, args [][]byte) error {
-	s := c.s
-	items, msg := parseSet(args, s.now())
-	if msg != "" {
-		c.fail(msg)
-		return nil
-	}
-	if msg := s.acceptAll(ctx, items); msg != "" {
-		c.out = resp.AppendError(c.out, msg)
-		return nil
-	}
-	c.out = resp.AppendOK(c.out)
-	return nil
-}
-
-// del answers DEL key...
-func (c *session) del(ctx context.Context, args [][]byte) error {
-	c.out = c.s.del(ctx, c.out, args[1:])
-	return nil
 }
 
 // expire answers EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT.
@@ -65,132 +57,6 @@ func (c *session) ttl(ctx context.Context, args [][]byte) error {
 func (c *session) persist(ctx context.Context, args [][]byte) error {
 	c.out = c.s.persist(ctx, c.out, args[1])
 	return nil
-}
-
-// now is the server's clock for expiry times.
-func (s *Server) now() time.Time { return s.clock() }
-
-// acceptAll accepts items as one journal record, all or none, and waits
-// for what the acknowledgement mode promises; it returns the error reply,
-// or "" once accepted.
-func (s *Server) acceptAll(ctx context.Context, items []change.Change) string {
-	errs := make([]error, len(items))
-	tk, err := s.buf.AddAll(items, errs)
-	if err == nil {
-		err = s.confirm(ctx, tk)
-	}
-	if err == nil {
-		return ""
-	}
-	s.m.commandErrors.Inc()
-	if errors.Is(err, pending.ErrNotAll) {
-		for _, e := range errs {
-			if e != nil {
-				return itemError(e)
-			}
-		}
-	}
-	return groupError(err)
-}
-
-// read returns keys' estimates as GET sees them, or the error reply.
-func (s *Server) read(ctx context.Context, keys []string) ([]pending.Estimate, string) {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
-	est, err := s.buf.Estimates(ctx, keys)
-	if err != nil {
-		s.m.commandErrors.Inc()
-		return nil, fmt.Sprintf("ERR read totals: %v", err)
-	}
-	return est, ""
-}
-
-// exists reports whether a key exists: its total is not 0, which a
-// total beyond int64 is not either.
-func exists(e pending.Estimate) bool { return e.Total != 0 || e.Overflow != nil }
-
-// keyNames checks keys and copies them.
-func keyNames(keys [][]byte) ([]string, string) {
-	names := make([]string, len(keys))
-	for i, k := range keys {
-		if err := checkKey(k); err != nil {
-			return nil, err.Error()
-		}
-		names[i] = string(k)
-	}
-	return names, ""
-}
-
-func (s *Server) del(ctx context.Context, out []byte, keys [][]byte) []byte {
-	names, msg := keyNames(keys)
-	if msg != "" {
-		s.m.commandErrors.Inc()
-		return resp.AppendError(out, msg)
-	}
-	est, msg := s.read(ctx, names)
-	if msg != "" {
-		return resp.AppendError(out, msg)
-	}
-	items := make([]change.Change, len(names))
-	existed := int64(0)
-	for i, k := range names {
-		items[i] = change.Change{Key: k, Kind: change.Set}
-		if exists(est[i]) {
-			existed++
-		}
-	}
-	if msg := s.acceptAll(ctx, items); msg != "" {
-		return resp.AppendError(out, msg)
-	}
-	return resp.AppendInt(out, existed)
-}
-
-// parseSet parses SET key n [EX s | PX ms | EXAT t | PXAT t] into its
-// changes: a Set, and an Expire when an option is given (an expiry
-// already past makes it a DEL, as a key that expired at once). Redis's
-// other options (NX, XX, GET, KEEPTTL) are refused by name; anything else
-// is Redis's syntax error.
-func parseSet(args [][]byte, now time.Time) ([]change.Change, string) {
-	if err := checkKey(args[1]); err != nil {
-		return nil, err.Error()
-	}
-	n, ok := resp.ParseInt(args[2])
-	if !ok {
-		return nil, errNotInt
-	}
-	items := []change.Change{{Key: string(args[1]), Kind: change.Set, Delta: n}}
-	var unit string
-	var t int64
-	for i := 3; i < len(args); i++ {
-		opt := string(bytes.ToUpper(args[i]))
-		switch opt {
-		case "NX", "XX", "GET", "KEEPTTL":
-			return nil, fmt.Sprintf("ERR SET option %q is not supported by counterd (only EX, PX, EXAT and PXAT)", opt)
-		case "EX", "PX", "EXAT", "PXAT":
-			if unit != "" || i+1 == len(args) {
-				return nil, "ERR syntax error"
-			}
-			i++
-			if t, ok = resp.ParseInt(args[i]); !ok {
-				return nil, errNotInt
-			}
-			unit = opt
-		default:
-			return nil, "ERR syntax error"
-		}
-	}
-	if unit == "" {
-		return items, ""
-	}
-	at, ok := expiryAt(unit, t, now)
-	if t <= 0 || !ok {
-		return nil, "ERR invalid expire time in 'set' command"
-	}
-	if at <= now.Unix() {
-		items[0].Delta = 0
-		return items, ""
-	}
-	return append(items, change.Change{Key: items[0].Key, Kind: change.Expire, Delta: at}), ""
 }
 
 // expiryAt converts an expiry given to SET or the EXPIRE family into the
@@ -325,4 +191,19 @@ func (s *Server) persist(ctx context.Context, out, key []byte) []byte {
 		return resp.AppendError(out, msg)
 	}
 	return resp.AppendInt(out, 1)
+}
+
+func expireSpec(name, summary string) *cmdSpec {
+	// -3: Redis's options are taken, to be refused by name.
+	return &cmdSpec{name: name, arity: -3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RW", "UPDATE"}, acl: []string{"@keyspace", "@write", "@fast"},
+		group: "generic", since: "1.0.0", complexity: "O(1)", summary: summary,
+		run: (*session).expire, blocking: true, refusal: notInMulti(name)}
+}
+
+func ttlSpec(name, summary string) *cmdSpec {
+	return &cmdSpec{name: name, arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RO", "ACCESS"}, acl: []string{"@keyspace", "@read", "@fast"},
+		group: "generic", since: "1.0.0", complexity: "O(1)", summary: summary,
+		run: (*session).ttl, blocking: true, refusal: notInMulti(name)}
 }

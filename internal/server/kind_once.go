@@ -14,12 +14,12 @@ import (
 // stored, but a visitor is an id or an address, not a document.
 const maxVisitorLen = 1024
 
-// incronceSpec is INCRONCE key visitor window: one view of key by
+// onceCommand is INCRONCE key visitor window: one view of key by
 // visitor, counted (1 added to key's total) unless the visitor's last
 // counted view of key is less than window before it. The decision is
 // the store's, at commit (change.Once); the reply says the view is
 // journaled.
-var incronceSpec = &cmdSpec{
+var onceCommand = &cmdSpec{
 	name: "incronce", arity: 4, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, step: 1,
 	keyFlags: []string{"RW", "UPDATE"}, acl: []string{"@write", "@string", "@slow"},
 	group: "counterd", since: "1.0.0", complexity: "O(1)",
