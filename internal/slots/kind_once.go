@@ -299,11 +299,11 @@ func onceChanges(s *Store, counted []change.View) (totals, buckets []change.Chan
 // bucket_written, as a statement of its own: $1 (the lanes) is NULL, so
 // they write every change and fresh is never read.
 func onceTotals(expiring, buckets bool) string {
-	text, n := numberArrays(totalsCTE(expiring), 2)
+	text, next := totalsPart.text(2, expiring)
 	q := `WITH fresh AS (SELECT NULL::boolean[] AS lanes), ` + text
 	from := "written"
 	if buckets {
-		more, _ := numberArrays(bucketsCTE, 2+n)
+		more, _ := bucketsPart.text(next, expiring)
 		q += ", " + more
 		from = "(SELECT created FROM written UNION ALL SELECT created FROM bucket_written) AS w"
 	}

@@ -15,22 +15,27 @@ import (
 // rollup folds and expires them (kind_window_fold.go).
 func init() {
 	Register(Writer{
-		Name:  "windows",
-		Kinds: []change.Kind{change.Minute, change.Hour, change.Day},
-		inline: &inlinePart{
-			name: "bucket_written",
-			cte:  func(bool) string { return bucketsCTE },
-			args: func(s *Store, cs []laneChange) []any {
-				var b bucketBatch
-				for _, c := range cs {
-					b.add(s, c)
-				}
-				return b.args(s.home)
-			},
-		},
+		Name:        "windows",
+		Kinds:       []change.Kind{change.Minute, change.Hour, change.Day},
+		inline:      &bucketsPart,
 		readBuckets: readBuckets,
 		rollup:      rollupPart{foldBuckets: (*Store).foldCountBuckets, expireBuckets: (*Store).expireCountBuckets},
 	})
+}
+
+// bucketsPart is the windows' part of the round statement: bucketsCTE
+// over bucketBatch's arrays and the home slot.
+var bucketsPart = inlinePart{
+	name:   "bucket_written",
+	params: []string{"text[]", "smallint[]", "timestamptz[]", "bigint[]", "float8[]", "smallint[]", "smallint[]", "timestamptz[]", "smallint"},
+	cte:    func(p []string, _ bool) string { return bucketsCTE(p) },
+	args: func(s *Store, cs []laneChange) []any {
+		var b bucketBatch
+		for _, c := range cs {
+			b.add(s, c)
+		}
+		return b.args(s.home)
+	},
 }
 
 // bucketBatch is the windowed changes of one transaction's part, as the
@@ -101,20 +106,23 @@ func (b *bucketBatch) args(home int16) []any {
 // slot row of its key, width and bucket (SKIP LOCKED) from the home slot
 // on, else gets its row in the home slot or, that row being held, upserts
 // into its random other slot, in primary key order, as totals do; keep_until keeps
-// the latest of the writes'.
-const bucketsCTE = `bucket_written AS (
+// the latest of the writes'. p is its parameters: the arrays of
+// bucketBatch.args, then the home slot.
+func bucketsCTE(p []string) string {
+	home := p[len(p)-1]
+	return `bucket_written AS (
     INSERT INTO counter_bucket_slots AS bs (key, width, bucket_start, slot, count, variance, keep_until)
     SELECT b.key, b.width, b.bucket_start, coalesce(f.slot, g.slot, CASE
         WHEN EXISTS (SELECT FROM counter_bucket_slots h WHERE h.key = b.key AND h.width = b.width
-                     AND h.bucket_start = b.bucket_start AND h.slot = $a9::smallint)
-        THEN b.fallback ELSE $a9::smallint END), b.n, b.v, b.keep_until
-    FROM unnest($a1::text[], $a2::smallint[], $a3::timestamptz[], $a4::bigint[], $a5::float8[],
-                $a6::smallint[], $a7::smallint[], $a8::timestamptz[])
+                     AND h.bucket_start = b.bucket_start AND h.slot = ` + home + `)
+        THEN b.fallback ELSE ` + home + ` END), b.n, b.v, b.keep_until
+    FROM unnest(` + strings.Join(p[0:5], ", ") + `,
+                ` + strings.Join(p[5:8], ", ") + `)
         AS b(key, width, bucket_start, n, v, fallback, lane, keep_until)
     LEFT JOIN LATERAL (
         SELECT s.slot FROM counter_bucket_slots s
         WHERE s.key = b.key AND s.width = b.width AND s.bucket_start = b.bucket_start
-          AND s.slot >= $a9::smallint
+          AND s.slot >= ` + home + `
         ORDER BY s.slot
         LIMIT 1
         FOR UPDATE SKIP LOCKED
@@ -122,14 +130,15 @@ const bucketsCTE = `bucket_written AS (
     LEFT JOIN LATERAL (
         SELECT s.slot FROM counter_bucket_slots s
         WHERE f.slot IS NULL AND s.key = b.key AND s.width = b.width AND s.bucket_start = b.bucket_start
-          AND s.slot < $a9::smallint
+          AND s.slot < ` + home + `
         ORDER BY s.slot
         LIMIT 1
         FOR UPDATE SKIP LOCKED
     ) AS g ON true
-    WHERE $lanes::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane]
+    WHERE ` + lanesParam + ` IS NULL OR (SELECT lanes FROM fresh)[b.lane]
     ON CONFLICT (key, width, bucket_start, slot) DO UPDATE
     SET count = bs.count + excluded.count, variance = bs.variance + excluded.variance,
         keep_until = greatest(bs.keep_until, excluded.keep_until)
     RETURNING bs.xmax = 0 AS created
 )`
+}

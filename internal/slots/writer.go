@@ -3,7 +3,6 @@ package slots
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -277,17 +276,37 @@ func plainChanges(lcs []laneChange) []change.Change {
 	return out
 }
 
-// inlinePart is a writer's CTE of the round statement.
+// inlinePart is a writer's CTE of the round statement. It declares its
+// parameters, and the statement numbers them as it composes the parts,
+// after its own two ($1 the round's lanes, $2 its sequence number).
 type inlinePart struct {
 	// name is the CTE's name; it returns a boolean column created per
 	// row written.
 	name string
-	// cte is its text, without the leading comma: $lanes is the round's
-	// lanes (NULL: write every change), $aN its N-th array. With expiring
-	// it resets keys whose expiry has passed (expire.go).
-	cte func(expiring bool) string
-	// args returns its arrays for changes, sorted by key.
+	// params are the SQL types of its parameters, in the order args
+	// returns them.
+	params []string
+	// cte is its text, without the leading comma, given its parameters
+	// as the statement numbers them: p[i] is params[i], cast to its
+	// type ("$5::bigint[]"); lanesParam is the round's lanes (NULL:
+	// write every change). With expiring it resets keys whose expiry has
+	// passed (expire.go).
+	cte func(p []string, expiring bool) string
+	// args returns its parameters for changes, sorted by key.
 	args func(s *Store, changes []laneChange) []any
+}
+
+// lanesParam is the round statement's lanes, in any part's text.
+const lanesParam = "$1::text[]"
+
+// text is the part's CTE with its parameters numbered from first, and
+// the number after its last.
+func (part *inlinePart) text(first int, expiring bool) (string, int) {
+	p := make([]string, len(part.params))
+	for i, typ := range part.params {
+		p[i] = "$" + strconv.Itoa(first+i) + "::" + typ
+	}
+	return part.cte(p, expiring), first + len(p)
 }
 
 // inlineArgs returns which inline writers p has changes for (a bit per
@@ -300,7 +319,11 @@ func (s *Store) inlineArgs(p plan, lanes []string, seq int64) (uint64, []any) {
 			continue
 		}
 		mask |= 1 << i
-		args = append(args, w.inline.args(s, p.batches[i])...)
+		a := w.inline.args(s, p.batches[i])
+		if len(a) != len(w.inline.params) {
+			panic(fmt.Sprintf("BUG: writer %s declares %d parameters and passes %d", w.Name, len(w.inline.params), len(a)))
+		}
+		args = append(args, a...)
 	}
 	return mask, args
 }
@@ -335,8 +358,8 @@ func roundStatement(parts uint64, expiring bool) string {
 		if parts&(1<<i) == 0 {
 			continue
 		}
-		text, n := numberArrays(w.inline.cte(expiring), next)
-		next += n
+		text, n := w.inline.text(next, expiring)
+		next = n
 		b.WriteString(", ")
 		b.WriteString(text)
 		names = append(names, w.inline.name)
@@ -360,18 +383,4 @@ SELECT count(*) FILTER (WHERE NOT created)::int, count(*) FILTER (WHERE created)
 FROM ` + from)
 	q, _ := statements.LoadOrStore(key, b.String())
 	return q.(string)
-}
-
-var arrayParam = regexp.MustCompile(`\$a([0-9]+)`)
-
-// numberArrays numbers a CTE's parameters: $lanes becomes $1 and $aN
-// $(first+N-1). It returns the text and how many arrays it takes.
-func numberArrays(text string, first int) (string, int) {
-	n := 0
-	text = arrayParam.ReplaceAllStringFunc(text, func(m string) string {
-		k, _ := strconv.Atoi(m[2:])
-		n = max(n, k)
-		return "$" + strconv.Itoa(first+k-1)
-	})
-	return strings.ReplaceAll(text, "$lanes", "$1"), n
 }
