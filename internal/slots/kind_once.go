@@ -42,9 +42,12 @@ import (
 // for a pair with more than half a piece of them (the next piece then
 // sees what the first saved: the same transaction): every statement is
 // bounded, and rows are still locked in sorted order.
-func init() {
-	Register(Writer{Name: "once", Kinds: []change.Kind{change.Once}, Order: -1, Exec: writeOnce, whole: true,
-		rollup: rollupPart{prune: pruneSeen, pruned: "pruned_seen"}})
+//
+// OnceWriter is the Writer of INCRONCE (change.Once), with its rollup
+// pruning, one of a store's Options.Kinds.
+func OnceWriter() Writer {
+	return Writer{Name: "once", Kinds: []change.Kind{change.Once}, Order: -1, Exec: writeOnce, whole: true,
+		rollup: rollupPart{prune: pruneSeen, pruned: "pruned_seen"}}
 }
 
 // seenPair is one (key, visitor) pair of a round, with what the seen set

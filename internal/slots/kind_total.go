@@ -25,12 +25,15 @@ import (
 // rather than a join), so a writer only ever waits while holding rows of
 // smaller keys and writers cannot form a lock cycle. Counts are numeric: no sum can overflow, so no key can make a
 // round fail.
-func init() {
-	Register(Writer{
+//
+// TotalsWriter is the Writer of totals (change.Total): its part of the
+// round statement, one of a store's Options.Kinds.
+func TotalsWriter() Writer {
+	return Writer{
 		Name:   "totals",
 		Kinds:  []change.Kind{change.Total},
 		inline: &totalsPart,
-	})
+	}
 }
 
 // totalsPart is the totals' part of the round statement.

@@ -13,14 +13,18 @@ import (
 // one CTE of the round statement (bucketsCTE), next to the totals they
 // were expanded from, ReadBuckets reads them (read_buckets.go), and the
 // rollup folds and expires them (kind_window_fold.go).
-func init() {
-	Register(Writer{
+//
+// WindowsWriter is the Writer of time windows (change.Minute, Hour, Day):
+// its part of the round statement, its reads and its rollup fold and
+// expiry, one of a store's Options.Kinds.
+func WindowsWriter() Writer {
+	return Writer{
 		Name:        "windows",
 		Kinds:       []change.Kind{change.Minute, change.Hour, change.Day},
 		inline:      &bucketsPart,
 		readBuckets: readBuckets,
 		rollup:      rollupPart{foldBuckets: (*Store).foldCountBuckets, expireBuckets: (*Store).expireCountBuckets},
-	})
+	}
 }
 
 // bucketsPart is the windows' part of the round statement: bucketsCTE

@@ -33,9 +33,10 @@ func TestRoundStatementParams(t *testing.T) {
 			t.Errorf("%s: got %d parameters; want %d", name, len(types), want)
 		}
 	}
-	for mask := uint64(0); mask < 1<<len(registry); mask++ {
+	ws := testWriters(t)
+	for mask := uint64(0); mask < 1<<len(ws.list); mask++ {
 		want, ok := 2, true
-		for i, w := range registry {
+		for i, w := range ws.list {
 			if mask&(1<<i) == 0 {
 				continue
 			}
@@ -49,7 +50,7 @@ func TestRoundStatementParams(t *testing.T) {
 			continue
 		}
 		for _, expiring := range []bool{false, true} {
-			check(fmt.Sprintf("roundStatement(%b, %v)", mask, expiring), roundStatement(mask, expiring), want)
+			check(fmt.Sprintf("roundStatement(%b, %v)", mask, expiring), ws.statement(mask, expiring), want)
 		}
 	}
 	for _, expiring := range []bool{false, true} {
