@@ -18,11 +18,12 @@ import (
 // Writers: how each kind gets into the database. Every kind family
 // declares a Writer in its kind_*.go file, and a store writes the kinds
 // of the Writers it is given (Options.Kinds, internal/catalog's list:
-// no init side effects); a round is split among them by kind. The store's own counters (totals, windows) are written by
-// one statement together, each family adding its CTE to it (inline); the
-// others run statements of their own in the round's transaction, after
-// its lanes moved (Exec). A round that needs no Exec is one statement
-// that also moves its lanes; one that does is one transaction.
+// no init side effects); a round is split among them by kind. The
+// store's own counters (totals, windows) are written by one statement
+// together, each family adding its CTE to it (inline); the others run
+// statements of their own in the round's transaction, after its lanes
+// moved (Exec). A round that needs no Exec is one statement that also
+// moves its lanes; one that does is one transaction.
 
 // Writer is what the store runs for one kind family's changes.
 type Writer struct {
@@ -96,8 +97,8 @@ func newWriterSet(ws []Writer) (*writerSet, error) {
 	for i := range ws {
 		set.list[i] = &ws[i]
 	}
-	if len(set.list) > 64 {
-		return nil, fmt.Errorf("%d writers; a store takes at most 64", len(set.list)) // a round statement's parts are a uint64's bits
+	if len(set.list) > 64 { // a round statement's parts are a uint64's bits
+		return nil, fmt.Errorf("%d writers; a store takes at most 64", len(set.list))
 	}
 	slices.SortStableFunc(set.list, func(a, b *Writer) int { return cmp.Compare(a.Order, b.Order) })
 	for j, w := range set.list {
