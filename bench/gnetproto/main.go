@@ -33,6 +33,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/database"
 	"github.com/counterd/counterd/internal/hotness"
@@ -125,7 +126,7 @@ func run() error {
 	}
 
 	win, _ := windows.Parse("") // COUNTERD_WINDOWS default: none
-	st, err := slots.New(pool, slots.Options{Slots: slotsPerKey, Writers: writers, Retention: win.Retention})
+	st, err := slots.New(pool, slots.Options{Kinds: catalog.Writers(), Slots: slotsPerKey, Writers: writers, Retention: win.Retention})
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
 )
@@ -55,7 +56,7 @@ func TestOverflowingKeyHoldsBackNothing(t *testing.T) {
 	}
 	// Once a rollup pass has folded it, the key is counted in a metric and
 	// named in /readyz, which stays 200: rounds still commit.
-	store, err := slots.New(db.Pool, slots.Options{})
+	store, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers()})
 	if err != nil {
 		t.Fatal(err)
 	}

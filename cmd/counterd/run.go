@@ -17,6 +17,7 @@ import (
 
 	"github.com/counterd/counterd/internal/admin"
 	"github.com/counterd/counterd/internal/budget"
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/database"
 	"github.com/counterd/counterd/internal/glob"
@@ -250,7 +251,7 @@ func parseRules(cfg config.Counterd, log *slog.Logger) (keyRules, error) {
 
 // storeOptions are the store's options for these rules.
 func (r keyRules) storeOptions(cfg config.Counterd) slots.Options {
-	opts := slots.Options{Slots: cfg.Slots, Writers: cfg.Writers, Retention: r.windows.Retention}
+	opts := slots.Options{Kinds: catalog.Writers(), Slots: cfg.Slots, Writers: cfg.Writers, Retention: r.windows.Retention}
 	if r.keyTTL != nil {
 		opts.KeyTTL = r.keyTTL.TTL // nil otherwise: rounds skip the check
 	}

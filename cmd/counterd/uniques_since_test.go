@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/hll"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
@@ -182,7 +183,7 @@ func checkFirstHour(t *testing.T, c *redis.Client, first []any) {
 func checkFoldAndExpiry(t *testing.T, db *pgtest.DB, c *redis.Client, check func(string), last *hll.Sketch) {
 	t.Helper()
 	ctx := context.Background()
-	store, err := slots.New(db.Pool, slots.Options{})
+	store, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers()})
 	if err != nil {
 		t.Fatal(err)
 	}

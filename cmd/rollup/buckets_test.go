@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
@@ -21,7 +22,7 @@ import (
 func TestOnceFoldsAndExpiresBuckets(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
-	store, err := slots.New(db.Pool, slots.Options{Slots: 4, Retention: func(string, change.Kind) (time.Duration, bool) {
+	store, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Slots: 4, Retention: func(string, change.Kind) (time.Duration, bool) {
 		return 48 * time.Hour, true
 	}})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/cluster"
 	"github.com/counterd/counterd/internal/pgtest"
@@ -27,7 +28,7 @@ func TestClusterFoldKilledOnOnePartition(t *testing.T) {
 	c := pgtest.NewCluster(t, 2, pgtest.Options{})
 	parts := make([]cluster.Part, 2)
 	for i, db := range c.Parts {
-		s, err := slots.New(db.Pool, slots.Options{Slots: 4})
+		s, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Slots: 4})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,6 +21,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/proctest"
@@ -48,7 +49,7 @@ var report = regexp.MustCompile(`^folded \d+ slot rows into \d+ keys in \d+ chun
 func TestOnceRacingWriters(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
-	store, err := slots.New(db.Pool, slots.Options{Slots: 4})
+	store, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Slots: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestOnceRacingWriters(t *testing.T) {
 func TestScheduleRunsAndStops(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
-	store, err := slots.New(db.Pool, slots.Options{})
+	store, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers()})
 	if err != nil {
 		t.Fatal(err)
 	}

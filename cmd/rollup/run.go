@@ -15,6 +15,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/counterd/counterd/internal/admin"
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/cluster"
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/database"
@@ -122,7 +123,7 @@ func partitions(ctx context.Context, cfg config.Rollup, proxy *pgxpool.Pool, r *
 			closeAll()
 			return nil, nil, fmt.Errorf("ROLLUP_CLUSTER %s: partition %d: %w", cfg.Cluster, i, err)
 		}
-		st, err := slots.New(pool, slots.Options{})
+		st, err := slots.New(pool, slots.Options{Kinds: catalog.Writers()})
 		if err != nil {
 			closeAll()
 			return nil, nil, err
@@ -177,7 +178,7 @@ func prepare(ctx context.Context, cfg config.Rollup, pool *pgxpool.Pool, log *sl
 	if err := migrate.Check(ctx, pool); err != nil {
 		return nil, err
 	}
-	store, err := slots.New(pool, slots.Options{})
+	store, err := slots.New(pool, slots.Options{Kinds: catalog.Writers()})
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
@@ -17,7 +18,7 @@ import (
 func TestOncePrunesSeen(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
-	st, err := slots.New(db.Pool, slots.Options{})
+	st, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers()})
 	if err != nil {
 		t.Fatal(err)
 	}

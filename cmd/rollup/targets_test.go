@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/proctest"
@@ -64,7 +65,7 @@ func TestTargetsExactAcrossKill9(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, err := slots.New(db.Pool, slots.Options{})
+	st, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/counterd/counterd/internal/budget"
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
@@ -24,7 +25,7 @@ func TestStatementsKeepTheInvariant(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
 	st := budget.NewStore(db.Pool)
-	ss, err := slots.New(db.Pool, slots.Options{})
+	ss, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers()})
 	if err != nil {
 		t.Fatal(err)
 	}

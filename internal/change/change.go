@@ -47,6 +47,13 @@ func (k Kind) Additive() bool {
 	return s == nil || s.Merge == nil
 }
 
+// Members reports whether k's changes are members of a set, not amounts
+// (Spec.Members).
+func (k Kind) Members() bool {
+	s := specs[k]
+	return s != nil && s.Members
+}
+
 // CheckBucket reports whether bucket is a valid bucket for kind k (see
 // Spec.Check).
 func (k Kind) CheckBucket(bucket int64) error {

@@ -5,5 +5,11 @@ package change
 const Total Kind = 1
 
 func init() {
-	Register(Total, Spec{Name: "total", Plain: true})
+	Register(Total, Spec{Name: "total", Plain: true, InBucket: totalInBucket})
+}
+
+// totalInBucket is an increment's change to its key's bucket: the same
+// delta and variance, in the count of the window kind's bucket.
+func totalInBucket(ch Change, w Kind, start int64) Change {
+	return Change{Key: ch.Key, Kind: w, Bucket: start, Delta: ch.Delta, Var: ch.Var}
 }

@@ -23,7 +23,16 @@ import "fmt"
 const Unique Kind = 8
 
 func init() {
-	Register(Unique, Spec{Name: "unique", Check: checkUnique})
+	Register(Unique, Spec{Name: "unique", Check: checkUnique, Members: true, InBucket: uniqueInBucket})
+}
+
+// uniqueInBucket is a member's change to its key's bucket: the member,
+// added as many times, in the sketch of the window kind's bucket
+// (BucketMember).
+func uniqueInBucket(ch Change, w Kind, start int64) Change {
+	m := BucketMember(ch.Key, w, start, uint64(ch.Bucket))
+	m.Delta = ch.Delta
+	return m
 }
 
 // checkUnique accepts any hash and a positive number of additions.

@@ -33,10 +33,11 @@ const uniqueBucketSuffixLen = 8
 
 func init() {
 	for _, w := range []struct {
-		k    Kind
-		name string
-	}{{UniqueMinute, "unique_minute"}, {UniqueHour, "unique_hour"}, {UniqueDay, "unique_day"}} {
-		Register(w.k, Spec{Name: w.name, Check: checkUnique, Suffix: uniqueBucketSuffixLen})
+		k, window Kind
+		name      string
+	}{{UniqueMinute, Minute, "unique_minute"}, {UniqueHour, Hour, "unique_hour"}, {UniqueDay, Day, "unique_day"}} {
+		Register(w.k, Spec{Name: w.name, Check: checkUnique, Suffix: uniqueBucketSuffixLen,
+			Members: true, Window: w.window, Start: BucketStart})
 	}
 }
 

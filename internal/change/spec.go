@@ -48,6 +48,25 @@ type Spec struct {
 	// counter's key (a kind packing more into its cell, as Once its
 	// visitor and window); CounterKey strips them.
 	Suffix int
+	// Members marks a kind whose changes are members of a key's set, not
+	// amounts: a change's Bucket names its member (a hash), so repeats
+	// of a member collapse into one cell, and the store keeps each set
+	// as one value, so a round writes one row per set, not per member
+	// (PFADD's sketches).
+	Members bool
+	// Window is, for a member kind whose sets are kept per time bucket,
+	// the window kind of its buckets; 0 for other kinds. At most one
+	// member kind has each window (MembersIn).
+	Window Kind
+	// Start returns the counter's key and the bucket start (unix
+	// seconds) a kind with Window packs into a change's Key; false if
+	// the Key is too short to hold them.
+	Start func(packed string) (key string, start int64, ok bool)
+	// InBucket is the change ch makes in the bucket of window kind w
+	// that starts at start (unix seconds), for a key with time windows
+	// (internal/windows expands an accepted change into one per window
+	// of its key); nil for a kind that windows do not expand.
+	InBucket func(ch Change, w Kind, start int64) Change
 }
 
 // CounterKey is the key of the counter c changes: its Key without the
@@ -80,6 +99,11 @@ func Register(k Kind, s Spec) {
 		panic(fmt.Sprintf("BUG: kind %d registered twice (%s, %s)", k, specs[k].Name, s.Name))
 	case s.Plain && plain != 0:
 		panic(fmt.Sprintf("BUG: two plain kinds (%v, %s)", plain, s.Name))
+	case s.Window != 0 && (!s.Members || s.Start == nil):
+		panic(fmt.Sprintf("BUG: kind %s has a window but no members or no Start", s.Name))
+	}
+	if o, ok := MembersIn(s.Window); ok {
+		panic(fmt.Sprintf("BUG: kinds %v and %s both keep members per %v bucket", o, s.Name, s.Window))
 	}
 	if s.Plain {
 		if s.Merge != nil || s.Lands != 0 || s.Width != 0 || len(s.Cancels) > 0 || s.Read != nil {
@@ -93,6 +117,17 @@ func Register(k Kind, s Spec) {
 // Plain returns the kind of a plain increment of a key's value (see
 // Spec.Plain).
 func Plain() Kind { return plain }
+
+// MembersIn returns the member kind whose sets are kept per bucket of
+// window kind w (Spec.Window), false if none is.
+func MembersIn(w Kind) (Kind, bool) {
+	for k, s := range specs {
+		if s != nil && s.Window == w && w != 0 {
+			return Kind(k), true
+		}
+	}
+	return 0, false
+}
 
 // Net is the net of the changes to one cell (of one round, or one journal
 // segment): what a round writes for it.

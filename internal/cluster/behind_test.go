@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/cluster"
 	"github.com/counterd/counterd/internal/pgtest"
@@ -58,7 +59,7 @@ func TestPartitionDownHoldsBackOnlyItsKeys(t *testing.T) {
 	parts := make([]cluster.Part, 2)
 	outs := make([]*outage, 2)
 	for i, db := range c.Parts {
-		s, err := slots.New(db.Pool, slots.Options{Slots: 2})
+		s, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Slots: 2})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package database_test
 import (
 	"context"
 	"errors"
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"net/url"
 	"strings"
@@ -67,7 +68,7 @@ func TestFoldFailsFastOnLockedTable(t *testing.T) {
 	db := pgtest.New(t, pgtest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	store, err := slots.New(db.Pool, slots.Options{})
+	store, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestFoldFailsFastOnLockedTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	folder, err := slots.New(pool, slots.Options{})
+	folder, err := slots.New(pool, slots.Options{Kinds: catalog.Writers()})
 	if err != nil {
 		t.Fatal(err)
 	}

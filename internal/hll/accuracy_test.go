@@ -79,12 +79,12 @@ func biasRMSE(errs []float64) (bias, rmse float64) {
 }
 
 // theoreticalPct is HyperLogLog's standard error 1.04/sqrt(m), in percent.
-func theoreticalPct() float64 { return 104 / math.Sqrt(float64(DefaultSettings.registers())) }
+func theoreticalPct() float64 { return 104 / math.Sqrt(float64(DefaultSettings().registers())) }
 
 func sweepTable(rows []sweepRow) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "log2m %d, regwidth %d: error in %% of the true count (theoretical 1.04/sqrt(m) = %.3f%%)\n",
-		DefaultSettings.Log2m, DefaultSettings.Regwidth, theoreticalPct())
+		DefaultSettings().Log2m, DefaultSettings().Regwidth, theoreticalPct())
 	fmt.Fprintf(&b, "%10s %6s  %-17s  %-17s\n", "", "", "Estimate (Ertl)", "hll_cardinality")
 	fmt.Fprintf(&b, "%10s %6s  %8s %8s  %8s %8s\n", "members", "trials", "bias", "RMSE", "bias", "RMSE")
 	for _, r := range rows {
@@ -125,7 +125,7 @@ func TestAccuracySweep(t *testing.T) {
 		theta, trials := theoreticalPct(), float64(r.trials)
 		maxBias, maxRMSE := 4*theta/math.Sqrt(trials), theta*(1+3/math.Sqrt(2*trials))
 		switch {
-		case r.n <= DefaultSettings.explicitLimit() && (r.biasE != 0 || r.rmseE != 0):
+		case r.n <= DefaultSettings().explicitLimit() && (r.biasE != 0 || r.rmseE != 0):
 			t.Errorf("%d members: Estimate bias %.3f%%, RMSE %.3f%%; want exact", r.n, r.biasE, r.rmseE)
 		case math.Abs(r.biasE) > maxBias || r.rmseE > maxRMSE:
 			t.Errorf("%d members: Estimate bias %+.3f%%, RMSE %.3f%%; want |bias| <= %.3f%%, RMSE <= %.3f%%",

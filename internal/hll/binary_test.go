@@ -11,7 +11,7 @@ import (
 // the extension's own default log2m, no exact form, sparse off, a small
 // explicit threshold, narrow registers.
 var testSettings = []Settings{
-	DefaultSettings,
+	DefaultSettings(),
 	{Log2m: 11, Regwidth: 5, Expthresh: -1, Sparse: true},
 	{Log2m: 14, Regwidth: 5, Expthresh: 0, Sparse: true},
 	{Log2m: 14, Regwidth: 5, Expthresh: -1, Sparse: false},

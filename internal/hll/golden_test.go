@@ -277,11 +277,11 @@ func TestGoldenSketches(t *testing.T) {
 	// large-range correction; all 31 makes it the log of a negative
 	// number, NaN in both.
 	for _, v := range []byte{27, 31} {
-		regs := make([]uint8, DefaultSettings.registers())
+		regs := make([]uint8, DefaultSettings().registers())
 		for i := range regs {
 			regs[i] = v
 		}
-		s := &Sketch{set: DefaultSettings, state: KindFull, regs: regs, filled: len(regs)}
+		s := &Sketch{set: DefaultSettings(), state: KindFull, regs: regs, filled: len(regs)}
 		labels, theirs = append(labels, fmt.Sprintf("every register %d", v)), append(theirs, mustBytes(t, s))
 	}
 	checkExtensionBytes(t, pool, labels, theirs)
@@ -328,7 +328,7 @@ func TestGoldenUnion(t *testing.T) {
 	}
 	var labels []string
 	var as, bs, ours [][]byte
-	for _, set := range []Settings{DefaultSettings, testSettings[4]} {
+	for _, set := range []Settings{DefaultSettings(), testSettings[4]} {
 		built := make([][]byte, len(ranges))
 		for i, r := range ranges {
 			built[i] = mustBytes(t, fill(mustNew(t, set), r.from, r.to))

@@ -23,12 +23,15 @@ type Settings struct {
 	Sparse bool
 }
 
-// DefaultSettings are counterd's: 2^14 registers of 5 bits, exact up to
-// 1,280 members, sparse on. The package doc argues for them; in SQL they
-// are hll(14, 5, -1, 1), and hll_add_agg needs them spelled out,
-// hll_add_agg(h, 14, 5, -1, 1), because the extension's own default log2m
-// is 11.
-var DefaultSettings = Settings{Log2m: 14, Regwidth: 5, Expthresh: -1, Sparse: true}
+// DefaultSettings returns counterd's settings: 2^14 registers of 5 bits,
+// exact up to 1,280 members, sparse on. The package doc argues for them;
+// in SQL they are hll(14, 5, -1, 1), and hll_add_agg needs them spelled
+// out, hll_add_agg(h, 14, 5, -1, 1), because the extension's own default
+// log2m is 11. A function, not a variable, so no caller can change them
+// for every other.
+func DefaultSettings() Settings {
+	return Settings{Log2m: 14, Regwidth: 5, Expthresh: -1, Sparse: true}
+}
 
 // Limits the extension places on the parameters (check_modifiers); log2m
 // starts at 4 because its estimator refuses 8 registers or fewer.

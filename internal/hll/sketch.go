@@ -67,7 +67,7 @@ func New(s Settings) (*Sketch, error) {
 
 // NewDefault returns an empty sketch with DefaultSettings.
 func NewDefault() *Sketch {
-	return &Sketch{set: DefaultSettings, state: KindEmpty}
+	return &Sketch{set: DefaultSettings(), state: KindEmpty}
 }
 
 // Settings returns the sketch's parameters.

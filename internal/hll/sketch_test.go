@@ -155,7 +155,7 @@ func TestValidate(t *testing.T) {
 			t.Errorf("Validate(%+v) = %v; want ok %v", s, err, ok)
 		}
 	}
-	f(DefaultSettings, true)
+	f(DefaultSettings(), true)
 	f(Settings{Log2m: 4, Regwidth: 1, Expthresh: 0}, true)
 	f(Settings{Log2m: 16, Regwidth: 7, Expthresh: 8192}, true)
 	f(Settings{Log2m: 3, Regwidth: 5, Expthresh: -1}, false)

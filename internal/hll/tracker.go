@@ -30,7 +30,7 @@ type Tracker struct {
 }
 
 // NewTracker returns an empty tracker with DefaultSettings.
-func NewTracker() *Tracker { return newTracker(DefaultSettings) }
+func NewTracker() *Tracker { return newTracker(DefaultSettings()) }
 
 // newTracker returns an empty tracker with settings s, which are valid.
 func newTracker(s Settings) *Tracker {

@@ -54,9 +54,9 @@ func TestTrackerAnswersAsSketch(t *testing.T) {
 	f("small exact only", small, 16, 200)
 	f("small past exact", small, 300, 3000)
 	f("no exact form", Settings{Log2m: 6, Regwidth: 4, Expthresh: 0}, 300, 3000)
-	f("default exact", DefaultSettings, 1000, 20000)
-	f("default past exact", DefaultSettings, 5000, 30000)
-	f("default one at the limit", DefaultSettings, DefaultSettings.explicitLimit()+1, 40000)
+	f("default exact", DefaultSettings(), 1000, 20000)
+	f("default past exact", DefaultSettings(), 5000, 30000)
+	f("default one at the limit", DefaultSettings(), DefaultSettings().explicitLimit()+1, 40000)
 }
 
 // A Reset sketch builds the same bytes as a new one, whatever form it

@@ -55,21 +55,7 @@ type use struct {
 }
 
 // exceptions are the shared files' uses of a kind not moved out yet.
-var exceptions = []use{
-	// pending: Spec has no word yet for "a kind whose changes are
-	// members" (PFADD's netting and reads); a Spec field (or the uniques'
-	// read moving behind store.Store) moves these out.
-	{"internal/pending/accumulator.go", "change.Unique"},
-	{"internal/pending/accumulator.go", "change.WindowOfUnique"},
-	{"internal/pending/read_members.go", "change.BucketStart"},
-	{"internal/pending/read_members.go", "change.UniqueWindow"},
-	// windows expands an increment of a windowed key into its buckets'
-	// changes; a Spec hook building a kind's bucket change moves these
-	// out.
-	{"internal/windows/windows.go", "change.BucketMember"},
-	{"internal/windows/windows.go", "change.Total"},
-	{"internal/windows/windows.go", "change.Unique"},
-}
+var exceptions = []use{}
 
 func TestSharedFilesNameNoKind(t *testing.T) {
 	t.Parallel()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/owner"
 	"github.com/counterd/counterd/internal/pgtest"
@@ -74,7 +75,7 @@ func TestTakeoverFencesTheOldOwner(t *testing.T) {
 	db := pgtest.New(t, pgtest.Options{})
 	const ttl = 600 * time.Millisecond
 	ctx := context.Background()
-	st, err := slots.New(db.Pool, slots.Options{})
+	st, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestTakeoverFencesTheOldOwner(t *testing.T) {
 func TestAdoptedGenerationsAreWritable(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
-	st, err := slots.New(db.Pool, slots.Options{})
+	st, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestPruneRemovesIdleClaims(t *testing.T) {
 	if _, err := acquire(t, db, run("g1", "d1"), time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	st, err := slots.New(db.Pool, slots.Options{})
+	st, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -271,15 +271,15 @@ func (a *Accumulator) Cut() (bool, error) {
 
 // newCell adds a cell for id, new to s, and counts it towards MaxKeys,
 // which starts a round early, by the rows the round will write: a
-// counter's cell is a row of its own, but a unique member (change.Unique
-// and its windowed kinds) is one of its set's members, all of which a
+// counter's cell is a row of its own, but a member (of a kind whose Spec
+// says Members, as PFADD's) is one of its set's members, all of which a
 // round writes as one sketch row, so only the set's first member in s
 // counts. (Counting members cut a round every MaxKeys members under
 // PFADD: six times as many rounds as INCR's at the same rate, each
 // rewriting every key's sketch row in PostgreSQL.) A set's members share
 // one copy of its key.
 func (a *Accumulator) newCell(s *shard, id change.ID) *cell {
-	if isMember(id.Kind) {
+	if id.Kind.Members() {
 		set := change.ID{Key: id.Key, Kind: id.Kind}
 		key, ok := s.sets[set]
 		if ok {
@@ -303,15 +303,6 @@ func (a *Accumulator) countRow() {
 	if a.rows.Add(1) == a.maxKeys {
 		a.kick()
 	}
-}
-
-// isMember reports whether a change of kind k is a member of a unique set.
-func isMember(k change.Kind) bool {
-	if k == change.Unique {
-		return true
-	}
-	_, ok := change.WindowOfUnique(k)
-	return ok
 }
 
 // PendingKeys reports how many distinct counters wait for the next round.

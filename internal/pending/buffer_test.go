@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) {
 func start(t *testing.T, opts pending.Options) (*pending.Buffer, *slots.Store) {
 	t.Helper()
 	db := pgtest.New(t, pgtest.Options{})
-	st, err := slots.New(db.Pool, slots.Options{Slots: 4})
+	st, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Slots: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestAddRejects(t *testing.T) {
 func TestFlushTimesOutWhenStoreIsDown(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
-	st, err := slots.New(db.Pool, slots.Options{})
+	st, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers()})
 	if err != nil {
 		t.Fatal(err)
 	}

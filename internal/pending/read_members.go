@@ -110,13 +110,15 @@ type BucketMemberStore interface {
 // BucketMembers is Members for the n buckets of window kind w (Minute,
 // Hour, Day) that end with the one the accept clock is in now: for each
 // key, the union of its stored bucket values and the members this daemon
-// holds for those buckets (change.BucketMember). As for Members, union is
-// idempotent, so it needs no watermarks.
+// holds for those buckets (of the member kind kept per bucket of w,
+// change.MembersIn). As for Members, union is idempotent, so it needs no
+// watermarks.
 func (b *Buffer) BucketMembers(ctx context.Context, w change.Kind, keys []string, n int) ([][]byte, [][]int64, error) {
-	uk, ok := change.UniqueWindow(w)
+	uk, ok := change.MembersIn(w)
 	if !ok {
 		return nil, nil, fmt.Errorf("read bucket members: %v is not a window kind", w)
 	}
+	start := uk.Spec().Start
 	ms, ok := b.flusher.store.(BucketMemberStore)
 	if !ok {
 		return nil, nil, ErrNoMembers
@@ -126,8 +128,8 @@ func (b *Buffer) BucketMembers(ctx context.Context, w change.Kind, keys []string
 		if id.Kind != uk {
 			return "", false
 		}
-		key, start, ok := change.BucketStart(id.Key)
-		return key, ok && start >= from && start <= to
+		key, at, ok := start(id.Key)
+		return key, ok && at >= from && at <= to
 	})
 	stored, err := ms.ReadBucketMembers(ctx, w, keys, from, to)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/hll"
 	"github.com/counterd/counterd/internal/pending"
@@ -50,7 +51,7 @@ func startHalfCommitted(t *testing.T, opts pending.Options) *halfCommitted {
 			t.Fatal(err)
 		}
 	}
-	st, err := slots.New(db.Pool, slots.Options{Writers: 2, SplitAlways: true})
+	st, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Writers: 2, SplitAlways: true})
 	if err != nil {
 		t.Fatal(err)
 	}

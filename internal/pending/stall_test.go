@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/pending"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
@@ -20,7 +21,7 @@ import (
 func TestReadyReportsStalledRound(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
-	st, err := slots.New(db.Pool, slots.Options{Slots: 4})
+	st, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Slots: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

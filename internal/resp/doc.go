@@ -41,8 +41,8 @@
 // lost, because counterd keys cannot contain whitespace.
 //
 // The limits ([MaxCommandBytes], [MaxArgs], [MaxBulkLen], and 64 KiB for an
-// inline line, or those given to [Reader.SetLimits], such as [Unauthenticated])
-// are enforced as soon as a header announces a size or a line outgrows it,
-// before more data arrives, so a hostile client cannot make the buffer grow
-// past them.
+// inline line, or those given to [Reader.SetLimits], such as
+// [UnauthenticatedLimits]) are enforced as soon as a header announces a
+// size or a line outgrows it, before more data arrives, so a hostile
+// client cannot make the buffer grow past them.
 package resp

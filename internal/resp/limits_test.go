@@ -48,7 +48,7 @@ func TestUnauthenticatedLimits(t *testing.T) {
 			if s.size == 0 {
 				size = 4 << 10 // a connection's buffer, not the stream's length
 			}
-			cmds, err := parseLimited(t, s.rd([]byte(in)), size, Unauthenticated)
+			cmds, err := parseLimited(t, s.rd([]byte(in)), size, UnauthenticatedLimits())
 			got := ""
 			if err != nil {
 				var pe *ProtocolError

@@ -43,11 +43,20 @@ type Limits struct {
 	Unauthenticated bool
 }
 
-// Unauthenticated is what a connection may send before it authenticates,
-// as Redis allows: 10 arguments of at most 16 KiB, and here 32 KiB in all,
-// so a client that does not know the password cannot make the server
-// buffer more than that.
-var Unauthenticated = Limits{Command: 32 << 10, Args: 10, Bulk: 16 << 10, Inline: 32 << 10, Unauthenticated: true}
+// UnauthenticatedLimits is what a connection may send before it
+// authenticates, as Redis allows: 10 arguments of at most 16 KiB, and
+// here 32 KiB in all, so a client that does not know the password cannot
+// make the server buffer more than that. A function, so no caller can
+// change the limits of every other.
+func UnauthenticatedLimits() Limits {
+	return Limits{Command: 32 << 10, Args: 10, Bulk: 16 << 10, Inline: 32 << 10, Unauthenticated: true}
+}
+
+// Unauthenticated is UnauthenticatedLimits().
+//
+// Deprecated: call UnauthenticatedLimits. This exported variable goes
+// once internal/server (input.go) no longer names it.
+var Unauthenticated = UnauthenticatedLimits()
 
 // withDefaults fills the zero fields of l. A bulk past Command is left to
 // the command's limit, whose error names it.

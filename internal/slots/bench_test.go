@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/store"
 
@@ -30,7 +31,7 @@ func BenchmarkApplyOnce(b *testing.B) {
 		size := c.size
 		b.Run(fmt.Sprintf("keys=%d/of=%d/writers=%d", c.size, c.space, c.writers), func(b *testing.B) {
 			db := pgtest.New(b, pgtest.Options{})
-			s, err := slots.New(db.Pool, slots.Options{Writers: c.writers, SplitAlways: true})
+			s, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Writers: c.writers, SplitAlways: true})
 			if err != nil {
 				b.Fatal(err)
 			}

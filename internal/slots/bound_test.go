@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
@@ -63,7 +64,7 @@ func TestRoundStatementsBounded(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	const bound = 50
-	s, err := slots.New(pool, slots.Options{Slots: 4, StatementRows: bound, SplitAlways: true})
+	s, err := slots.New(pool, slots.Options{Kinds: catalog.Writers(), Slots: 4, StatementRows: bound, SplitAlways: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestLargeRoundRetryMakesProgress(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
 	// 4,032 views at 200 a transaction: one transaction per lane.
-	s, err := slots.New(db.Pool, slots.Options{Slots: 4, StatementRows: 50, SplitAlways: true})
+	s, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Slots: 4, StatementRows: 50, SplitAlways: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
@@ -27,7 +28,7 @@ func retention(key string, k change.Kind) (time.Duration, bool) {
 func newBucketStore(t *testing.T) (*slots.Store, *pgtest.DB) {
 	t.Helper()
 	db := pgtest.New(t, pgtest.Options{})
-	s, err := slots.New(db.Pool, slots.Options{Slots: 4, Retention: retention})
+	s, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Slots: 4, Retention: retention})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,11 +210,11 @@ func TestFoldKeepsLatestKeepUntil(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
 	ctx := context.Background()
-	short, err := slots.New(db.Pool, slots.Options{Slots: 1, Retention: func(string, change.Kind) (time.Duration, bool) { return time.Hour, true }})
+	short, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Slots: 1, Retention: func(string, change.Kind) (time.Duration, bool) { return time.Hour, true }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	long, err := slots.New(db.Pool, slots.Options{Slots: 1, Retention: func(string, change.Kind) (time.Duration, bool) { return 48 * time.Hour, true }})
+	long, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Slots: 1, Retention: func(string, change.Kind) (time.Duration, bool) { return 48 * time.Hour, true }})
 	if err != nil {
 		t.Fatal(err)
 	}

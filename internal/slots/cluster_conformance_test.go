@@ -31,7 +31,7 @@ func (h clusterHarness) Open(t *testing.T) storetest.Store {
 	cs := &clusterStore{}
 	parts := make([]cluster.Part, h.n)
 	for i, db := range c.Parts {
-		s, err := New(db.Pool, Options{Slots: 4})
+		s, err := New(db.Pool, Options{Slots: 4, Kinds: testKinds()})
 		if err != nil {
 			t.Fatal(err)
 		}

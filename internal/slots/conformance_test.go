@@ -29,7 +29,7 @@ type pgHarness struct{}
 func (pgHarness) Open(t *testing.T) storetest.Store {
 	db := pgtest.New(t, pgtest.Options{})
 	// Few slots, so concurrent writers of a key share slot rows.
-	s, err := New(db.Pool, Options{Slots: 4})
+	s, err := New(db.Pool, Options{Slots: 4, Kinds: testKinds()})
 	if err != nil {
 		t.Fatal(err)
 	}

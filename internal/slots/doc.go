@@ -37,8 +37,10 @@
 // counter_unique_bucket_sketches and ExpireBuckets deletes past their
 // keep_until (kind_unique_window.go).
 //
-// Each kind of change is written by the Writer its family registers
-// (writer.go, kind_*.go): totals and windows as parts of one statement,
+// Each kind of change is written by the Writer its family declares
+// (writer.go, kind_*.go), which a store takes from its Options.Kinds (the
+// daemon's and the rollup's list, internal/catalog): totals and windows
+// as parts of one statement,
 // SET, EXPIRE, budget grants and any other kind by statements of their
 // own in the round's transaction, which also records its lanes. The
 // rollup's work for a kind (folding its own slot rows, deleting its

@@ -22,15 +22,17 @@ import (
 // nothing. They may deadlock on slot rows, and both retry.
 
 // resetExpired is the CTEs the totals' written CTE takes expired keys
-// from (kind_total.go): expired deletes the expiry rows of the round's
-// keys whose expiry passed, reset holds their stored totals (as the
-// statement's snapshot sees them) to subtract; only keys of lanes this
-// statement writes, since the subtraction goes with the key's delta.
-const resetExpired = `expired AS (
+// from (kind_total.go), over the totals' keys and lanes parameters:
+// expired deletes the expiry rows of the round's keys whose expiry
+// passed, reset holds their stored totals (as the statement's snapshot
+// sees them) to subtract; only keys of lanes this statement writes, since
+// the subtraction goes with the key's delta.
+func resetExpired(keys, lanes string) string {
+	return `expired AS (
     DELETE FROM counter_expiry x
-    USING unnest($a1::text[], $a5::smallint[]) AS b(key, lane)
+    USING unnest(` + keys + `, ` + lanes + `) AS b(key, lane)
     WHERE x.key = b.key AND x.expires_at <= now()
-      AND ($lanes::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane])
+      AND (` + lanesParam + ` IS NULL OR (SELECT lanes FROM fresh)[b.lane])
     RETURNING x.key
 ), reset AS (
     SELECT x.key, t.n, t.v FROM expired x
@@ -42,6 +44,7 @@ const resetExpired = `expired AS (
         ) AS p
     ) AS t
 )`
+}
 
 // anyExpiry reports whether any key has an expiry. While counter_expiry
 // is empty rounds use the statements without resetExpired, so a

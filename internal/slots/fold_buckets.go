@@ -27,14 +27,14 @@ type BucketFoldResult struct {
 // started.
 //
 // Each windowed kind family folds its own (rollupPart.foldBuckets), in
-// registry order: count buckets into counter_bucket_rows
+// the order of the store's writers: count buckets into counter_bucket_rows
 // (kind_window_fold.go), then bucket sketch slot rows (windowed unique
 // members) into counter_unique_bucket_sketches, counted in Rows. A family
 // whose fold ended at MaxDuration (Limited) leaves the next for the next
 // pass.
 func (s *Store) FoldBuckets(ctx context.Context, opts FoldOptions) (BucketFoldResult, error) {
 	var res BucketFoldResult
-	for _, w := range registry {
+	for _, w := range s.ws.list {
 		if w.rollup.foldBuckets == nil {
 			continue
 		}
@@ -64,7 +64,7 @@ func (s *Store) ExpireBuckets(ctx context.Context, now time.Time, opts FoldOptio
 		}
 		var n int64
 		more := false
-		for _, w := range registry {
+		for _, w := range s.ws.list {
 			if w.rollup.expireBuckets == nil {
 				continue
 			}

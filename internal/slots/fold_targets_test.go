@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
@@ -304,7 +305,7 @@ func BenchmarkFoldTargets(b *testing.B) {
 	}{{"targets=0", ""}, {"targets=1", "post:{id}:likes=posts.like_count"}} {
 		b.Run(c.name, func(b *testing.B) {
 			db := pgtest.New(b, pgtest.Options{})
-			s, err := slots.New(db.Pool, slots.Options{})
+			s, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers()})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
@@ -22,7 +23,7 @@ func TestHomeSlot(t *testing.T) {
 	db := pgtest.New(t, pgtest.Options{})
 	ctx := context.Background()
 	open := func(home int) *slots.Store {
-		s, err := slots.New(db.Pool, slots.Options{Slots: 16, Home: home})
+		s, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Slots: 16, Home: home})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
@@ -173,12 +174,12 @@ func benchFleetInbox(b *testing.B, db *pgtest.DB, wal *walReader, prefix string,
 	for i := range conns {
 		conns[i] = openFleetConn(b, db.URL)
 		var err error
-		if stores[i], err = slots.New(conns[i].pool, slots.Options{Writers: 1, Home: i%slots.DefaultSlots + 1}); err != nil {
+		if stores[i], err = slots.New(conns[i].pool, slots.Options{Kinds: catalog.Writers(), Writers: 1, Home: i%slots.DefaultSlots + 1}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	folder, reader := openFleetConn(b, db.URL), openFleetConn(b, db.URL)
-	readStore, err := slots.New(reader.pool, slots.Options{})
+	readStore, err := slots.New(reader.pool, slots.Options{Kinds: catalog.Writers()})
 	if err != nil {
 		b.Fatal(err)
 	}

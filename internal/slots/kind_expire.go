@@ -9,8 +9,11 @@ import (
 // EXPIRE, EXPIREAT and PERSIST in the store (change.Expire): a round's
 // expiries are written before its increments, in its transaction. How an
 // expiry takes effect is in expire.go.
-func init() {
-	Register(Writer{Name: "expire", Kinds: []change.Kind{change.Expire}, Order: -1, Exec: writeExpiries})
+//
+// ExpireWriter is the Writer of EXPIRE, EXPIREAT and PERSIST
+// (change.Expire), one of a store's Options.Kinds.
+func ExpireWriter() Writer {
+	return Writer{Name: "expire", Kinds: []change.Kind{change.Expire}, Order: -1, Exec: writeExpiries}
 }
 
 // writeExpiries writes a round's Expire changes.

@@ -9,8 +9,11 @@ import (
 // Budget grants (change.Grant) are recorded against their leases
 // (grant.go) in the round's transaction, after its lanes moved, so a
 // lane's grants commit with its watermark: exactly once.
-func init() {
-	Register(Writer{
+//
+// GrantWriter is the Writer of budget grants (change.Grant), one of a
+// store's Options.Kinds.
+func GrantWriter() Writer {
+	return Writer{
 		Name:  "budget grants",
 		Kinds: []change.Kind{change.Grant},
 		Order: 2,
@@ -25,5 +28,5 @@ func init() {
 			// lanes for writeGrants to check.
 			return recordGrants(ctx, r.Tx, nil, g)
 		},
-	})
+	}
 }

@@ -42,9 +42,12 @@ import (
 // for a pair with more than half a piece of them (the next piece then
 // sees what the first saved: the same transaction): every statement is
 // bounded, and rows are still locked in sorted order.
-func init() {
-	Register(Writer{Name: "once", Kinds: []change.Kind{change.Once}, Order: -1, Exec: writeOnce, whole: true,
-		rollup: rollupPart{prune: pruneSeen, pruned: "pruned_seen"}})
+//
+// OnceWriter is the Writer of INCRONCE (change.Once), with its rollup
+// pruning, one of a store's Options.Kinds.
+func OnceWriter() Writer {
+	return Writer{Name: "once", Kinds: []change.Kind{change.Once}, Order: -1, Exec: writeOnce, whole: true,
+		rollup: rollupPart{prune: pruneSeen, pruned: "pruned_seen"}}
 }
 
 // seenPair is one (key, visitor) pair of a round, with what the seen set
@@ -299,11 +302,11 @@ func onceChanges(s *Store, counted []change.View) (totals, buckets []change.Chan
 // bucket_written, as a statement of its own: $1 (the lanes) is NULL, so
 // they write every change and fresh is never read.
 func onceTotals(expiring, buckets bool) string {
-	text, n := numberArrays(totalsCTE(expiring), 2)
+	text, next := totalsPart.text(2, expiring)
 	q := `WITH fresh AS (SELECT NULL::boolean[] AS lanes), ` + text
 	from := "written"
 	if buckets {
-		more, _ := numberArrays(bucketsCTE, 2+n)
+		more, _ := bucketsPart.text(next, expiring)
 		q += ", " + more
 		from = "(SELECT created FROM written UNION ALL SELECT created FROM bucket_written) AS w"
 	}

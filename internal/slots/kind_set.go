@@ -22,8 +22,11 @@ import (
 // written by writeTx: several statements in one transaction, which also
 // records the round's lanes, so it stays exactly once. A part of plain
 // increments keeps the single round statement (writer.go).
-func init() {
-	Register(Writer{Name: "set", Kinds: []change.Kind{change.Set}, Order: -2, Exec: writeSets})
+//
+// SetWriter is the Writer of SET and DEL (change.Set), one of a store's
+// Options.Kinds.
+func SetWriter() Writer {
+	return Writer{Name: "set", Kinds: []change.Kind{change.Set}, Order: -2, Exec: writeSets}
 }
 
 // writeSets writes a round's Set changes.

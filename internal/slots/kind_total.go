@@ -30,77 +30,90 @@ import (
 // rather than a join), so a writer only ever waits while holding rows of
 // smaller keys and writers cannot form a lock cycle. Counts are numeric:
 // no sum can overflow, so no key can make a round fail.
-func init() {
-	Register(Writer{
-		Name:  "totals",
-		Kinds: []change.Kind{change.Total},
-		inline: &inlinePart{
-			name: "written",
-			cte:  totalsCTE,
-			args: func(s *Store, cs []laneChange) []any {
-				b := newBatchArrays(len(cs))
-				for _, c := range cs {
-					b.add(c.Change, s.fallbackSlot())
-					b.lanes[len(b.lanes)-1] = c.lane
-				}
-				return []any{b.keys, b.deltas, b.vars, b.fallback, b.lanes, s.home}
-			},
-		},
-	})
-}
-
-// totalsCTE is the written CTE, with resetExpired when expiring: a key's
-// stored total is then subtracted from the slot row its delta goes to
-// when its expiry has passed. Both are built from totalsInsert, so they
-// cannot drift apart.
-func totalsCTE(expiring bool) string {
-	if expiring {
-		return totalsExpiring
+//
+// TotalsWriter is the Writer of totals (change.Total): its part of the
+// round statement, one of a store's Options.Kinds.
+func TotalsWriter() Writer {
+	return Writer{
+		Name:   "totals",
+		Kinds:  []change.Kind{change.Total},
+		inline: &totalsPart,
 	}
-	return totalsPlain
 }
 
-var (
-	totalsPlain    = strings.Replace(totalsInsert, "{amounts}", " b.n, b.v", 1)
-	totalsExpiring = resetExpired + ", " + strings.Replace(totalsInsert, "{amounts}", `
-           b.n - coalesce((SELECT r.n FROM reset r WHERE r.key = b.key), 0),
-           b.v - coalesce((SELECT r.v FROM reset r WHERE r.key = b.key), 0)`, 1)
+// totalsPart is the totals' part of the round statement.
+var totalsPart = inlinePart{
+	name:   "written",
+	params: []string{"text[]", "bigint[]", "float8[]", "smallint[]", "smallint[]", "smallint"},
+	cte:    totalsCTE,
+	args: func(s *Store, cs []laneChange) []any {
+		b := newBatchArrays(len(cs))
+		for _, c := range cs {
+			b.add(c.Change, s.fallbackSlot())
+			b.lanes[len(b.lanes)-1] = c.lane
+		}
+		return []any{b.keys, b.deltas, b.vars, b.fallback, b.lanes, s.home}
+	},
+}
+
+// The totals' parameters, as totalsPart declares them: arrays of the
+// keys, deltas, variances, fallback slots and lanes, then the home slot.
+const (
+	totalKeys = iota
+	totalDeltas
+	totalVars
+	totalFallback
+	totalLanes
+	totalHome
 )
 
-// totalsInsert is the written CTE, {amounts} being what it adds.
-const totalsInsert = `written AS (
+// totalsCTE is the written CTE over parameters p, with resetExpired when
+// expiring: a key's stored total is then subtracted from the slot row its
+// delta goes to when its expiry has passed. Both are built by
+// totalsInsert, so they cannot drift apart.
+func totalsCTE(p []string, expiring bool) string {
+	if !expiring {
+		return totalsInsert(p, " b.n, b.v")
+	}
+	return resetExpired(p[totalKeys], p[totalLanes]) + ", " + totalsInsert(p, `
+           b.n - coalesce((SELECT r.n FROM reset r WHERE r.key = b.key), 0),
+           b.v - coalesce((SELECT r.v FROM reset r WHERE r.key = b.key), 0)`)
+}
+
+// totalsInsert is the written CTE over parameters p, amounts being what
+// it adds.
+func totalsInsert(p []string, amounts string) string {
+	home := p[totalHome]
+	return `written AS (
     INSERT INTO counter_slots AS cs (key, slot, count, variance)
-    SELECT b.key, coalesce(f.slot, CASE WHEN e.top IS NULL THEN $a6::smallint ELSE coalesce((
+    SELECT b.key, coalesce(f.slot, CASE WHEN e.top IS NULL THEN ` + home + ` ELSE coalesce((
         SELECT s.slot FROM counter_slots s
-        WHERE s.key = b.key AND s.slot < $a6::smallint
+        WHERE s.key = b.key AND s.slot < ` + home + `
         ORDER BY s.slot
         LIMIT 1
         FOR UPDATE SKIP LOCKED
-    ), CASE WHEN e.top = $a6::smallint THEN b.fallback ELSE $a6::smallint END) END),{amounts}
-    FROM unnest($a1::text[], $a2::bigint[], $a3::float8[], $a4::smallint[], $a5::smallint[])
-        AS b(key, n, v, fallback, lane)` + totalsPick
-
-// totalsPick is the rest of the written CTE: the free slot row, the lanes
-// and the upsert.
-const totalsPick = `
+    ), CASE WHEN e.top = ` + home + ` THEN b.fallback ELSE ` + home + ` END) END),` + amounts + `
+    FROM unnest(` + strings.Join(p[totalKeys:totalHome], ", ") + `)
+        AS b(key, n, v, fallback, lane)
     LEFT JOIN LATERAL (
         SELECT s.slot FROM counter_slots s
-        WHERE s.key = b.key AND s.slot >= $a6::smallint
+        WHERE s.key = b.key AND s.slot >= ` + home + `
         ORDER BY s.slot
         LIMIT 1
         FOR UPDATE SKIP LOCKED
     ) AS f ON true
     LEFT JOIN LATERAL (
         SELECT s.slot AS top FROM counter_slots s
-        WHERE f.slot IS NULL AND s.key = b.key AND s.slot <= $a6::smallint
+        WHERE f.slot IS NULL AND s.key = b.key AND s.slot <= ` + home + `
         ORDER BY s.slot DESC
         LIMIT 1
     ) AS e ON true
-    WHERE $lanes::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane]
+    WHERE ` + lanesParam + ` IS NULL OR (SELECT lanes FROM fresh)[b.lane]
     ON CONFLICT (key, slot) DO UPDATE
     SET count = cs.count + excluded.count, variance = cs.variance + excluded.variance
     RETURNING cs.xmax = 0 AS created
 )`
+}
 
 // batchArrays are a statement's parameters, one element per key.
 type batchArrays struct {

@@ -22,9 +22,12 @@ import (
 // would not change the sketch; exactly once is what keeps the slot rows
 // from being rewritten for nothing on a replay. The rollup folds slot
 // rows into counter_unique_sketches (foldUniques, its hook in Fold).
-func init() {
-	Register(Writer{Name: "uniques", Kinds: []change.Kind{change.Unique}, Order: 3, Exec: writeUniques,
-		rollup: rollupPart{fold: (*Store).foldUniques}})
+//
+// UniquesWriter is the Writer of unique members (change.Unique), with its
+// rollup fold, one of a store's Options.Kinds.
+func UniquesWriter() Writer {
+	return Writer{Name: "uniques", Kinds: []change.Kind{change.Unique}, Order: 3, Exec: writeUniques,
+		rollup: rollupPart{fold: (*Store).foldUniques}}
 }
 
 // writeUniques writes a round's members, sorted by key: each key's go to

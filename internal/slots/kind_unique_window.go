@@ -16,10 +16,13 @@ import (
 // written exactly once, as plain members are (kind_unique.go). The rollup
 // folds the slot rows (FoldBuckets) and deletes buckets past their
 // keep_until (ExpireBuckets), as it does count buckets.
-func init() {
-	Register(Writer{Name: "unique buckets", Kinds: []change.Kind{change.UniqueMinute, change.UniqueHour, change.UniqueDay},
+//
+// UniqueBucketsWriter is the Writer of windowed unique members, with their
+// rollup fold and expiry, one of a store's Options.Kinds.
+func UniqueBucketsWriter() Writer {
+	return Writer{Name: "unique buckets", Kinds: []change.Kind{change.UniqueMinute, change.UniqueHour, change.UniqueDay},
 		Order: 3, Exec: writeUniqueBuckets,
-		rollup: rollupPart{foldBuckets: (*Store).foldUniqueBuckets, expireBuckets: (*Store).expireUniqueBuckets}})
+		rollup: rollupPart{foldBuckets: (*Store).foldUniqueBuckets, expireBuckets: (*Store).expireUniqueBuckets}}
 }
 
 // writeUniqueBuckets writes a round's windowed members: each bucket's go

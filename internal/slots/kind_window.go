@@ -13,24 +13,33 @@ import (
 // one CTE of the round statement (bucketsCTE), next to the totals they
 // were expanded from, ReadBuckets reads them (read_buckets.go), and the
 // rollup folds and expires them (kind_window_fold.go).
-func init() {
-	Register(Writer{
-		Name:  "windows",
-		Kinds: []change.Kind{change.Minute, change.Hour, change.Day},
-		inline: &inlinePart{
-			name: "bucket_written",
-			cte:  func(bool) string { return bucketsCTE },
-			args: func(s *Store, cs []laneChange) []any {
-				var b bucketBatch
-				for _, c := range cs {
-					b.add(s, c)
-				}
-				return b.args(s.home)
-			},
-		},
+//
+// WindowsWriter is the Writer of time windows (change.Minute, Hour, Day):
+// its part of the round statement, its reads and its rollup fold and
+// expiry, one of a store's Options.Kinds.
+func WindowsWriter() Writer {
+	return Writer{
+		Name:        "windows",
+		Kinds:       []change.Kind{change.Minute, change.Hour, change.Day},
+		inline:      &bucketsPart,
 		readBuckets: readBuckets,
 		rollup:      rollupPart{foldBuckets: (*Store).foldCountBuckets, expireBuckets: (*Store).expireCountBuckets},
-	})
+	}
+}
+
+// bucketsPart is the windows' part of the round statement: bucketsCTE
+// over bucketBatch's arrays and the home slot.
+var bucketsPart = inlinePart{
+	name:   "bucket_written",
+	params: []string{"text[]", "smallint[]", "timestamptz[]", "bigint[]", "float8[]", "smallint[]", "smallint[]", "timestamptz[]", "smallint"},
+	cte:    func(p []string, _ bool) string { return bucketsCTE(p) },
+	args: func(s *Store, cs []laneChange) []any {
+		var b bucketBatch
+		for _, c := range cs {
+			b.add(s, c)
+		}
+		return b.args(s.home)
+	},
 }
 
 // bucketBatch is the windowed changes of one transaction's part, as the
@@ -102,24 +111,27 @@ func (b *bucketBatch) args(home int16) []any {
 // on, else gets its row in the home slot or, that row being held, upserts
 // into its random other slot, in primary key order, as totals do
 // (kind_total.go, with its probe telling new buckets apart); keep_until
-// keeps the latest of the writes'.
-const bucketsCTE = `bucket_written AS (
+// keeps the latest of the writes'. p is its parameters: the arrays of
+// bucketBatch.args, then the home slot.
+func bucketsCTE(p []string) string {
+	home := p[len(p)-1]
+	return `bucket_written AS (
     INSERT INTO counter_bucket_slots AS bs (key, width, bucket_start, slot, count, variance, keep_until)
-    SELECT b.key, b.width, b.bucket_start, coalesce(f.slot, CASE WHEN e.top IS NULL THEN $a9::smallint ELSE coalesce((
+    SELECT b.key, b.width, b.bucket_start, coalesce(f.slot, CASE WHEN e.top IS NULL THEN ` + home + ` ELSE coalesce((
         SELECT s.slot FROM counter_bucket_slots s
         WHERE s.key = b.key AND s.width = b.width AND s.bucket_start = b.bucket_start
-          AND s.slot < $a9::smallint
+          AND s.slot < ` + home + `
         ORDER BY s.slot
         LIMIT 1
         FOR UPDATE SKIP LOCKED
-    ), CASE WHEN e.top = $a9::smallint THEN b.fallback ELSE $a9::smallint END) END), b.n, b.v, b.keep_until
-    FROM unnest($a1::text[], $a2::smallint[], $a3::timestamptz[], $a4::bigint[], $a5::float8[],
-                $a6::smallint[], $a7::smallint[], $a8::timestamptz[])
+    ), CASE WHEN e.top = ` + home + ` THEN b.fallback ELSE ` + home + ` END) END), b.n, b.v, b.keep_until
+    FROM unnest(` + strings.Join(p[0:5], ", ") + `,
+                ` + strings.Join(p[5:8], ", ") + `)
         AS b(key, width, bucket_start, n, v, fallback, lane, keep_until)
     LEFT JOIN LATERAL (
         SELECT s.slot FROM counter_bucket_slots s
         WHERE s.key = b.key AND s.width = b.width AND s.bucket_start = b.bucket_start
-          AND s.slot >= $a9::smallint
+          AND s.slot >= ` + home + `
         ORDER BY s.slot
         LIMIT 1
         FOR UPDATE SKIP LOCKED
@@ -127,13 +139,14 @@ const bucketsCTE = `bucket_written AS (
     LEFT JOIN LATERAL (
         SELECT s.slot AS top FROM counter_bucket_slots s
         WHERE f.slot IS NULL AND s.key = b.key AND s.width = b.width AND s.bucket_start = b.bucket_start
-          AND s.slot <= $a9::smallint
+          AND s.slot <= ` + home + `
         ORDER BY s.slot DESC
         LIMIT 1
     ) AS e ON true
-    WHERE $lanes::text[] IS NULL OR (SELECT lanes FROM fresh)[b.lane]
+    WHERE ` + lanesParam + ` IS NULL OR (SELECT lanes FROM fresh)[b.lane]
     ON CONFLICT (key, width, bucket_start, slot) DO UPDATE
     SET count = bs.count + excluded.count, variance = bs.variance + excluded.variance,
         keep_until = greatest(bs.keep_until, excluded.keep_until)
     RETURNING bs.xmax = 0 AS created
 )`
+}

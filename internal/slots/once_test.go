@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/slots"
 	"github.com/counterd/counterd/internal/store"
@@ -120,7 +121,7 @@ func TestOnceDecidesLate(t *testing.T) {
 func TestOnceExactAcrossStores(t *testing.T) {
 	t.Parallel()
 	s1, db := newStore(t, 4)
-	s2, err := slots.New(db.Pool, slots.Options{Slots: 4})
+	s2, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Slots: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestVisitorHashMatchesSQL(t *testing.T) {
 func TestOnceRenewsKeyTTL(t *testing.T) {
 	t.Parallel()
 	_, db := newStore(t, 4)
-	s, err := slots.New(db.Pool, slots.Options{Slots: 4, KeyTTL: func(string) time.Duration { return time.Hour }})
+	s, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Slots: 4, KeyTTL: func(string) time.Duration { return time.Hour }})
 	if err != nil {
 		t.Fatal(err)
 	}

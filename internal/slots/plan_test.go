@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/store"
 
@@ -20,7 +21,7 @@ func TestApplyPlansForTheTableAsItGrows(t *testing.T) {
 	t.Parallel()
 	// One backend, so its pending statistics can be flushed on demand.
 	db := pgtest.New(t, pgtest.Options{MaxConns: 1})
-	s, err := slots.New(db.Pool, slots.Options{Writers: 1})
+	s, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Writers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

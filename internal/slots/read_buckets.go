@@ -21,7 +21,7 @@ import (
 // Writer reads them. A value beyond int64 is an error wrapping
 // ErrOverflow.
 func (s *Store) ReadBuckets(ctx context.Context, key string, k change.Kind, from, to int64, ids []store.Identity) (store.BucketSnapshot, error) {
-	w := writerOf(k)
+	w := s.ws.of(k)
 	switch {
 	case w != nil && w.readBuckets != nil:
 		return w.readBuckets(ctx, s, key, k, from, to, ids)

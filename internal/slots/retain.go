@@ -10,16 +10,17 @@ import (
 // COUNTERD_KEY_TTL's retention: each round that writes a key's value (a
 // change landing on its plain cell: an increment, a SET, a DEL) moves the
 // idle expiry of a key with a TTL, after the round's increments, in its
-// transaction. It is a writer of no kind that takes those changes.
-func init() {
-	Register(Writer{
+// transaction. It is a writer of no kind that takes those changes, and
+// every store has it (New).
+func keyTTLWriter() Writer {
+	return Writer{
 		Name:  "key ttl",
 		Order: 1,
 		Exec:  retain,
 		takes: func(s *Store, c change.Change) bool {
 			return s.keyTTL != nil && c.Cell().Kind == change.Plain() && s.keyTTL(c.Key) > 0
 		},
-	})
+	}
 }
 
 // retain moves the idle expiry of the keys of cs.

@@ -8,7 +8,7 @@ import (
 // The rollup's per-kind work. A kind family whose rows the rollup folds,
 // expires or prunes says so on its Writer (rollupPart), and Fold,
 // FoldBuckets, ExpireBuckets and Prune run the hooks of every writer in
-// registry order: the shared code names no kind.
+// the order of the store's writers: the shared code names no kind.
 
 // rollupPart is a kind family's part of a rollup pass.
 type rollupPart struct {
@@ -34,7 +34,7 @@ type rollupPart struct {
 
 // foldKinds runs every writer's fold.
 func (s *Store) foldKinds(ctx context.Context) error {
-	for _, w := range registry {
+	for _, w := range s.ws.list {
 		if w.rollup.fold == nil {
 			continue
 		}
@@ -64,11 +64,11 @@ type Pruned struct {
 }
 
 // Prune runs every kind's pruning (each deletes in chunks, skipping rows
-// a round holds) and returns what each deleted, in registry order. It
+// a round holds) and returns what each deleted, in the order of the store's writers. It
 // stops at the first that fails.
 func (s *Store) Prune(ctx context.Context, opts PruneOptions) ([]Pruned, error) {
 	var out []Pruned
-	for _, w := range registry {
+	for _, w := range s.ws.list {
 		if w.rollup.prune == nil {
 			continue
 		}

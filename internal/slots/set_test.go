@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/slots"
 	"github.com/counterd/counterd/internal/store"
@@ -125,7 +126,7 @@ func TestKeyTTL(t *testing.T) {
 	t.Parallel()
 	_, db := newStore(t, 4)
 	ctx := context.Background()
-	s, err := slots.New(db.Pool, slots.Options{KeyTTL: func(k string) time.Duration {
+	s, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), KeyTTL: func(k string) time.Duration {
 		if k[0] == 's' {
 			return time.Hour
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -61,6 +62,11 @@ type Options struct {
 	// one at random, so daemons sharing the database mostly start from
 	// different rows. For tests.
 	Home int
+	// Kinds are the writers of the kinds the store writes, one per kind
+	// family, as the daemon's and the rollup's list has them
+	// (internal/catalog); a round with a change of a kind none of them
+	// writes fails. A kind may have one writer only.
+	Kinds []Writer
 }
 
 // Store reads and writes counters in PostgreSQL.
@@ -78,6 +84,8 @@ type Store struct {
 	spread   spread
 	// failAfterLanes is a test's fault (fault.go); nil in production.
 	failAfterLanes func() error
+	// ws is the writers of Options.Kinds and the store's own.
+	ws *writerSet
 }
 
 // New returns a Store over pool, which must have the schema migrated.
@@ -100,8 +108,15 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if opts.StatementRows <= 0 {
 		opts.StatementRows = DefaultStatementRows
 	}
+	if len(opts.Kinds) == 0 {
+		return nil, errors.New("no kinds to write: Options.Kinds lists none")
+	}
+	ws, err := newWriterSet(append(slices.Clip(opts.Kinds), keyTTLWriter()))
+	if err != nil {
+		return nil, err
+	}
 	return &Store{pool: pool, slots: opts.Slots, home: homeSlot(opts.Home, opts.Slots), writers: opts.Writers, rows: opts.StatementRows, maxAttempts: opts.MaxAttempts,
-		retention: opts.Retention, keyTTL: opts.KeyTTL, spread: spread{always: opts.SplitAlways}}, nil
+		retention: opts.Retention, keyTTL: opts.KeyTTL, spread: spread{always: opts.SplitAlways}, ws: ws}, nil
 }
 
 // homeSlot is Options.Home's slot among slots: home-1, or at random for 0.

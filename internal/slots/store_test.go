@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/store"
 
@@ -20,7 +21,7 @@ import (
 func newStore(t *testing.T, n int) (*slots.Store, *pgtest.DB) {
 	t.Helper()
 	db := pgtest.New(t, pgtest.Options{})
-	s, err := slots.New(db.Pool, slots.Options{Slots: n})
+	s, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Slots: n})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestApplyOnceReplaysPartlyCommittedRound(t *testing.T) {
 	db := pgtest.New(t, pgtest.Options{})
 	ctx := context.Background()
 	st := func(writers int) *slots.Store {
-		s, err := slots.New(db.Pool, slots.Options{Writers: writers, SplitAlways: true})
+		s, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Writers: writers, SplitAlways: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -382,7 +383,7 @@ func TestLastSeqFallsBackToInstanceRow(t *testing.T) {
 func TestApplyOnceWriterWithNoKeys(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
-	s, err := slots.New(db.Pool, slots.Options{Writers: 2, SplitAlways: true})
+	s, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Writers: 2, SplitAlways: true})
 	if err != nil {
 		t.Fatal(err)
 	}

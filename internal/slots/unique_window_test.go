@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/hll"
 	"github.com/counterd/counterd/internal/pgtest"
@@ -37,7 +38,7 @@ func TestUniqueBuckets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t, pgtest.Options{})
-	s, err := slots.New(db.Pool, slots.Options{Slots: 4,
+	s, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Slots: 4,
 		Retention: func(string, change.Kind) (time.Duration, bool) { return 2 * time.Hour, true }})
 	if err != nil {
 		t.Fatal(err)

@@ -137,7 +137,7 @@ func (s *Store) write(ctx context.Context, seq int64, p *part, res *store.ApplyR
 		if err != nil {
 			return err
 		}
-		return s.roundRow(ctx, roundStatement(parts, expiring), args, &res.Updated, &res.Inserted, &doneLanes) // fault.go
+		return s.roundRow(ctx, s.ws.statement(parts, expiring), args, &res.Updated, &res.Inserted, &doneLanes) // fault.go
 	})
 	if err != nil {
 		return false, fmt.Errorf("write batch (attempt %d): %w", res.Attempts, err)

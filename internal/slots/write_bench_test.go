@@ -30,7 +30,8 @@ import (
 //
 //	go test ./internal/slots/ -run '^$' -bench WriteStatement -benchtime 40x -count 5
 func BenchmarkWriteStatement(b *testing.B) {
-	current := roundStatement(1<<(byKind[change.Total]-1), false)
+	ws := testWriters(b)
+	current := ws.statement(1<<(ws.byKind[change.Total]-1), false)
 	for _, size := range []int{2000, 10000} {
 		for _, c := range []struct {
 			name  string

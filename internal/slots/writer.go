@@ -1,9 +1,9 @@
 package slots
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,12 +16,14 @@ import (
 )
 
 // Writers: how each kind gets into the database. Every kind family
-// registers a Writer from its kind_*.go file; a round is split among
-// them by kind. The store's own counters (totals, windows) are written by
-// one statement together, each family adding its CTE to it (inline); the
-// others run statements of their own in the round's transaction, after
-// its lanes moved (Exec). A round that needs no Exec is one statement
-// that also moves its lanes; one that does is one transaction.
+// declares a Writer in its kind_*.go file, and a store writes the kinds
+// of the Writers it is given (Options.Kinds, internal/catalog's list:
+// no init side effects); a round is split among them by kind. The
+// store's own counters (totals, windows) are written by one statement
+// together, each family adding its CTE to it (inline); the others run
+// statements of their own in the round's transaction, after its lanes
+// moved (Exec). A round that needs no Exec is one statement that also
+// moves its lanes; one that does is one transaction.
 
 // Writer is what the store runs for one kind family's changes.
 type Writer struct {
@@ -31,7 +33,8 @@ type Writer struct {
 	Kinds []change.Kind
 	// Order places its Exec among the others in a round's transaction:
 	// at or below 0 before the round statement (the inline writers'
-	// changes), above 0 after it; equal orders run in registration order.
+	// changes), above 0 after it; equal orders run in the order of
+	// Options.Kinds.
 	Order int
 	// Exec writes a round's changes of its kinds, sorted by key, all of
 	// lanes the round's transaction moved: exactly once. Nil for an
@@ -72,56 +75,58 @@ type Round struct {
 	store *Store
 }
 
-var (
-	// registry holds the writers, sorted by Order, registration order
-	// within one.
-	registry []*Writer
-	// byKind lists, per kind, the index in registry of its writer.
+// writerSet is a store's writers: those of its Options.Kinds and its own
+// (keyTTLWriter), sorted by Order (list order within one), indexed by
+// kind, with the round statements built for them.
+type writerSet struct {
+	list []*Writer
+	// byKind lists, per kind, 1 + the index in list of its writer; 0
+	// for none.
 	byKind [256]int
-	// takers are the writers with takes.
+	// takers are the indexes in list of the writers with takes.
 	takers []int
-)
-
-// Register adds w to the writers of every store. It is called from init
-// functions (a test's kind from its test file); a kind with two writers
-// panics.
-func Register(w Writer) {
-	for _, k := range w.Kinds {
-		if byKind[k] != 0 {
-			panic(fmt.Sprintf("BUG: kind %v has two writers", k))
-		}
-	}
-	i, _ := slices.BinarySearchFunc(registry, w.Order, func(x *Writer, o int) int {
-		if x.Order <= o {
-			return -1
-		}
-		return 1
-	})
-	registry = slices.Insert(registry, i, &w)
-	statements.Clear()
-	clear(byKind[:])
-	takers = takers[:0]
-	for j, x := range registry {
-		for _, k := range x.Kinds {
-			byKind[k] = j + 1
-		}
-		if x.takes != nil {
-			takers = append(takers, j)
-		}
-	}
+	// statements caches the round statements built, by statementKey.
+	statements sync.Map
 }
 
-// writerOf returns the writer of kind k, nil for none.
-func writerOf(k change.Kind) *Writer {
-	if i := byKind[k]; i != 0 {
-		return registry[i-1]
+// newWriterSet sorts ws by Order, keeping their order within one; it
+// refuses a kind with two writers.
+func newWriterSet(ws []Writer) (*writerSet, error) {
+	ws = slices.Clone(ws)
+	set := &writerSet{list: make([]*Writer, len(ws))}
+	for i := range ws {
+		set.list[i] = &ws[i]
+	}
+	if len(set.list) > 64 { // a round statement's parts are a uint64's bits
+		return nil, fmt.Errorf("%d writers; a store takes at most 64", len(set.list))
+	}
+	slices.SortStableFunc(set.list, func(a, b *Writer) int { return cmp.Compare(a.Order, b.Order) })
+	for j, w := range set.list {
+		for _, k := range w.Kinds {
+			if o := set.byKind[k]; o != 0 {
+				return nil, fmt.Errorf("kind %v has two writers (%s, %s)", k, set.list[o-1].Name, w.Name)
+			}
+			set.byKind[k] = j + 1
+		}
+		if w.takes != nil {
+			set.takers = append(set.takers, j)
+		}
+	}
+	return set, nil
+}
+
+// of returns the writer of kind k, nil for none.
+func (set *writerSet) of(k change.Kind) *Writer {
+	if i := set.byKind[k]; i != 0 {
+		return set.list[i-1]
 	}
 	return nil
 }
 
 // plan is one transaction's changes split among the writers (indexed as
-// registry).
+// ws.list).
 type plan struct {
+	ws      *writerSet
 	batches [][]laneChange
 	exec    bool // some change needs an Exec
 }
@@ -129,14 +134,14 @@ type plan struct {
 // plan splits changes among the writers, skipping those of lanes fresh
 // says were written already (nil: none was).
 func (s *Store) plan(changes []laneChange, fresh []bool) (plan, error) {
-	p := plan{batches: make([][]laneChange, len(registry))}
-	for i, n := range batchSizes(changes, fresh) {
-		if n > 0 && n == len(changes) && len(takers) == 0 {
+	p := plan{ws: s.ws, batches: make([][]laneChange, len(s.ws.list))}
+	for i, n := range s.ws.batchSizes(changes, fresh) {
+		if n > 0 && n == len(changes) && len(s.ws.takers) == 0 {
 			// The common round: every change is one writer's (plain
 			// increments) and no other writer looks at them. The writer
 			// reads its batch; it need not be a copy.
 			p.batches[i] = changes
-			p.exec = registry[i].inline == nil
+			p.exec = s.ws.list[i].inline == nil
 			return p, nil
 		}
 		if n > 0 {
@@ -158,10 +163,10 @@ func (s *Store) plan(changes []laneChange, fresh []bool) (plan, error) {
 // they are filled: a round has thousands of changes, and growing the
 // batches by appending showed up as half again as many garbage
 // collections at unpipelined INCR load.
-func batchSizes(changes []laneChange, fresh []bool) []int {
-	sizes := make([]int, len(registry))
+func (set *writerSet) batchSizes(changes []laneChange, fresh []bool) []int {
+	sizes := make([]int, len(set.list))
 	for _, c := range changes {
-		if i := byKind[c.Kind]; i != 0 && (fresh == nil || fresh[c.lane-1]) {
+		if i := set.byKind[c.Kind]; i != 0 && (fresh == nil || fresh[c.lane-1]) {
 			sizes[i-1]++
 		}
 	}
@@ -171,13 +176,13 @@ func batchSizes(changes []laneChange, fresh []bool) []int {
 // route adds c to its kind's writer and to every writer that takes it
 // too.
 func (p *plan) route(s *Store, c laneChange) error {
-	i := byKind[c.Kind]
+	i := p.ws.byKind[c.Kind]
 	if i == 0 {
 		return fmt.Errorf("write batch: key %q has kind %v, which this store cannot write", c.Key, c.Kind)
 	}
 	p.add(i-1, c)
-	for _, j := range takers {
-		if registry[j].takes(s, c.Change) {
+	for _, j := range p.ws.takers {
+		if p.ws.list[j].takes(s, c.Change) {
 			p.add(j, c)
 		}
 	}
@@ -186,7 +191,7 @@ func (p *plan) route(s *Store, c laneChange) error {
 
 func (p *plan) add(i int, c laneChange) {
 	p.batches[i] = append(p.batches[i], c)
-	p.exec = p.exec || registry[i].inline == nil
+	p.exec = p.exec || p.ws.list[i].inline == nil
 }
 
 // runWriters writes p in tx, whose lanes moved already: every Exec in
@@ -194,7 +199,7 @@ func (p *plan) add(i int, c laneChange) {
 func (s *Store) runWriters(ctx context.Context, tx pgx.Tx, p plan, res *store.ApplyResult) error {
 	r := &Round{Tx: tx, Slots: s.slots, Result: res, store: s}
 	inlineDone := false
-	for i, w := range registry {
+	for i, w := range s.ws.list {
 		if w.Order > 0 && !inlineDone {
 			if err := s.inlineInTx(ctx, tx, p, res); err != nil {
 				return err
@@ -228,7 +233,7 @@ func (s *Store) runWriters(ctx context.Context, tx pgx.Tx, p plan, res *store.Ap
 // still locked table by table in key order, as the one statement does.
 func (s *Store) inlineInTx(ctx context.Context, tx pgx.Tx, p plan, res *store.ApplyResult) error {
 	n := 0
-	for i, w := range registry {
+	for i, w := range s.ws.list {
 		if w.inline != nil {
 			n += len(p.batches[i])
 		}
@@ -236,13 +241,13 @@ func (s *Store) inlineInTx(ctx context.Context, tx pgx.Tx, p plan, res *store.Ap
 	if n <= s.rows {
 		return s.inlineStatement(ctx, tx, p, res)
 	}
-	for i, w := range registry {
+	for i, w := range s.ws.list {
 		cs := p.batches[i]
 		if w.inline == nil || len(cs) == 0 {
 			continue
 		}
 		err := pieces(len(cs), s.rows, func(j int) bool { return cs[j].Key == cs[j-1].Key }, func(lo, hi int) error {
-			one := plan{batches: make([][]laneChange, len(registry))}
+			one := plan{ws: s.ws, batches: make([][]laneChange, len(s.ws.list))}
 			one.batches[i] = cs[lo:hi]
 			return s.inlineStatement(ctx, tx, one, res)
 		})
@@ -261,7 +266,7 @@ func (s *Store) inlineStatement(ctx context.Context, tx pgx.Tx, p plan, res *sto
 		return nil
 	}
 	var u, i, done int
-	if err := tx.QueryRow(ctx, roundStatement(parts, true), args...).Scan(&u, &i, &done); err != nil {
+	if err := tx.QueryRow(ctx, s.ws.statement(parts, true), args...).Scan(&u, &i, &done); err != nil {
 		return err
 	}
 	res.Updated, res.Inserted = res.Updated+u, res.Inserted+i
@@ -277,53 +282,74 @@ func plainChanges(lcs []laneChange) []change.Change {
 	return out
 }
 
-// inlinePart is a writer's CTE of the round statement.
+// inlinePart is a writer's CTE of the round statement. It declares its
+// parameters, and the statement numbers them as it composes the parts,
+// after its own two ($1 the round's lanes, $2 its sequence number).
 type inlinePart struct {
 	// name is the CTE's name; it returns a boolean column created per
 	// row written.
 	name string
-	// cte is its text, without the leading comma: $lanes is the round's
-	// lanes (NULL: write every change), $aN its N-th array. With expiring
-	// it resets keys whose expiry has passed (expire.go).
-	cte func(expiring bool) string
-	// args returns its arrays for changes, sorted by key.
+	// params are the SQL types of its parameters, in the order args
+	// returns them.
+	params []string
+	// cte is its text, without the leading comma, given its parameters
+	// as the statement numbers them: p[i] is params[i], cast to its
+	// type ("$5::bigint[]"); lanesParam is the round's lanes (NULL:
+	// write every change). With expiring it resets keys whose expiry has
+	// passed (expire.go).
+	cte func(p []string, expiring bool) string
+	// args returns its parameters for changes, sorted by key.
 	args func(s *Store, changes []laneChange) []any
 }
 
+// lanesParam is the round statement's lanes, in any part's text.
+const lanesParam = "$1::text[]"
+
+// text is the part's CTE with its parameters numbered from first, and
+// the number after its last.
+func (part *inlinePart) text(first int, expiring bool) (string, int) {
+	p := make([]string, len(part.params))
+	for i, typ := range part.params {
+		p[i] = "$" + strconv.Itoa(first+i) + "::" + typ
+	}
+	return part.cte(p, expiring), first + len(p)
+}
+
 // inlineArgs returns which inline writers p has changes for (a bit per
-// registry index) and the round statement's arguments.
+// index of s.ws.list) and the round statement's arguments.
 func (s *Store) inlineArgs(p plan, lanes []string, seq int64) (uint64, []any) {
 	var mask uint64
 	args := []any{pgx.QueryExecModeCacheDescribe, lanes, seq}
-	for i, w := range registry {
+	for i, w := range s.ws.list {
 		if w.inline == nil || len(p.batches[i]) == 0 {
 			continue
 		}
 		mask |= 1 << i
-		args = append(args, w.inline.args(s, p.batches[i])...)
+		a := w.inline.args(s, p.batches[i])
+		if len(a) != len(w.inline.params) {
+			panic(fmt.Sprintf("BUG: writer %s declares %d parameters and passes %d", w.Name, len(w.inline.params), len(a)))
+		}
+		args = append(args, a...)
 	}
 	return mask, args
 }
-
-// statements caches the round statements built, by statementKey.
-var statements sync.Map
 
 type statementKey struct {
 	parts    uint64
 	expiring bool
 }
 
-// roundStatement is the statement writing the inline writers of parts (a
-// bit per registry index) in one INSERT each, counting what they wrote:
-// advancedCTE, then fresh, then each writer's CTE in registry order, then
+// statement is the round statement writing the inline writers of parts
+// (a bit per index of set.list) in one INSERT each, counting what they
+// wrote: advancedCTE, then fresh, then each writer's CTE in order, then
 // the counts. It runs as an unnamed statement
 // (QueryExecModeCacheDescribe), so PostgreSQL plans it for each round with
 // the tables as they are: a generic plan cached while the slot table was
 // tiny kept a sequential scan per key as it grew (a round of 2,000 keys
 // over 100,000 rows took 32 s, not 40 ms).
-func roundStatement(parts uint64, expiring bool) string {
+func (set *writerSet) statement(parts uint64, expiring bool) string {
 	key := statementKey{parts, expiring}
-	if q, ok := statements.Load(key); ok {
+	if q, ok := set.statements.Load(key); ok {
 		return q.(string)
 	}
 	var b strings.Builder
@@ -331,12 +357,12 @@ func roundStatement(parts uint64, expiring bool) string {
 	b.WriteString(freshCTE)
 	next := 3 // $1 lanes, $2 seq
 	var names []string
-	for i, w := range registry {
+	for i, w := range set.list {
 		if parts&(1<<i) == 0 {
 			continue
 		}
-		text, n := numberArrays(w.inline.cte(expiring), next)
-		next += n
+		text, n := w.inline.text(next, expiring)
+		next = n
 		b.WriteString(", ")
 		b.WriteString(text)
 		names = append(names, w.inline.name)
@@ -358,20 +384,6 @@ func roundStatement(parts uint64, expiring bool) string {
 SELECT count(*) FILTER (WHERE NOT created)::int, count(*) FILTER (WHERE created)::int,
        (coalesce(cardinality($1::text[]), 0) - (SELECT count(*) FROM advanced))::int
 FROM ` + from)
-	q, _ := statements.LoadOrStore(key, b.String())
+	q, _ := set.statements.LoadOrStore(key, b.String())
 	return q.(string)
-}
-
-var arrayParam = regexp.MustCompile(`\$a([0-9]+)`)
-
-// numberArrays numbers a CTE's parameters: $lanes becomes $1 and $aN
-// $(first+N-1). It returns the text and how many arrays it takes.
-func numberArrays(text string, first int) (string, int) {
-	n := 0
-	text = arrayParam.ReplaceAllStringFunc(text, func(m string) string {
-		k, _ := strconv.Atoi(m[2:])
-		n = max(n, k)
-		return "$" + strconv.Itoa(first+k-1)
-	})
-	return strings.ReplaceAll(text, "$lanes", "$1"), n
 }

@@ -228,23 +228,18 @@ func Bucket(k change.Kind, t time.Time) int64 {
 }
 
 // Expand appends to dst the bucket changes of ch accepted at unix second
-// at, one per window of the key: for a change to a key's Total, the same
-// Delta and Var in the bucket's count; for a unique member
-// (change.Unique), the member in the bucket's sketch
-// (change.BucketMember). A change of any other kind, or to a key without
-// windows, adds nothing.
+// at, one per window of the key, each built by ch's kind
+// (change.Spec.InBucket): for an increment of a key's total, the same
+// delta in the bucket's count; for a unique member, the member in the
+// bucket's sketch. A change of a kind windows do not expand, or to a key
+// without windows, adds nothing.
 func (c *Config) Expand(dst []change.Change, ch change.Change, at time.Time) []change.Change {
-	switch ch.Kind {
-	case change.Total:
-		for _, w := range c.Match(ch.Key) {
-			dst = append(dst, change.Change{Key: ch.Key, Kind: w.Kind, Bucket: Bucket(w.Kind, at), Delta: ch.Delta, Var: ch.Var})
-		}
-	case change.Unique:
-		for _, w := range c.Match(ch.Key) {
-			m := change.BucketMember(ch.Key, w.Kind, Bucket(w.Kind, at), uint64(ch.Bucket))
-			m.Delta = ch.Delta
-			dst = append(dst, m)
-		}
+	s := ch.Kind.Spec()
+	if s == nil || s.InBucket == nil {
+		return dst
+	}
+	for _, w := range c.Match(ch.Key) {
+		dst = append(dst, s.InBucket(ch, w.Kind, Bucket(w.Kind, at)))
 	}
 	return dst
 }
