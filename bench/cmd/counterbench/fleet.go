@@ -192,7 +192,7 @@ func (b *bench) fleetCounterd(ctx context.Context, tool string, keys int, row *r
 			l := benchmarkLoad{clients: fleetClients(row.Daemons), keys: keys, requests: shares[i], pipeline: row.Pipeline,
 				command: []string{"incr", "post:__rand_int__"}}
 			if b.cfg.FleetRate > 0 {
-				errs[i] = b.fleetPaced(ctx, d.socket, "", l, b.cfg.FleetRate/float64(row.Daemons), &parts[i])
+				errs[i] = b.fleetPaced(ctx, d.socket, "", l, b.cfg.FleetRate/float64(row.Daemons), seq<<8|uint64(i), &parts[i])
 				return
 			}
 			errs[i] = b.redisBenchmark(ctx, tool, d.socket, l, &parts[i])
@@ -257,7 +257,7 @@ func (b *bench) fleetPeer(ctx context.Context, tool string, keys int, row *repor
 	l := benchmarkLoad{clients: ingestClients, keys: keys, requests: b.cfg.FleetRequests, pipeline: row.Pipeline,
 		command: []string{"hincrby", peer.Hash, "post:__rand_int__", "1"}}
 	if b.cfg.FleetRate > 0 {
-		err = b.fleetPaced(ctx, srv.socket, peer.Hash, l, b.cfg.FleetRate, row)
+		err = b.fleetPaced(ctx, srv.socket, peer.Hash, l, b.cfg.FleetRate, b.nextSeed(), row)
 	} else {
 		err = b.redisBenchmark(ctx, tool, srv.socket, l, row)
 	}
@@ -274,10 +274,11 @@ func (b *bench) fleetPeer(ctx context.Context, tool string, keys int, row *repor
 // fleetPaced offers load l at rate increments a second over socket with
 // counterbench's own load generator: INCR, or HINCRBY hash KEY 1 when
 // hash is set. Its keys are keyspace names (post:N), drawn uniformly
-// below l.keys as redis-benchmark's -r draws them.
-func (b *bench) fleetPaced(ctx context.Context, socket, hash string, l benchmarkLoad, rate float64, row *report.Row) error {
+// below l.keys as redis-benchmark's -r draws them, from seed. Daemons'
+// loads run at once, so it takes no seed from b itself.
+func (b *bench) fleetPaced(ctx context.Context, socket, hash string, l benchmarkLoad, rate float64, seed uint64, row *report.Row) error {
 	res, err := loadgen.Run(ctx, loadgen.Config{Network: "unix", Addr: socket, Clients: l.clients, Pipeline: l.pipeline,
-		Requests: l.requests, Rate: rate, Keys: l.keys, Hash: hash, Seed: b.nextSeed()})
+		Requests: l.requests, Rate: rate, Keys: l.keys, Hash: hash, Seed: seed})
 	if err != nil {
 		return err
 	}
@@ -481,7 +482,7 @@ func (b *bench) waitBackendsGone(ctx context.Context, apps []string) error {
 	deadline := time.Now().Add(backendsGoneTimeout)
 	for {
 		var n int
-		if err := b.fleetPool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = ANY($1)`, apps).Scan(&n); err != nil {
+		if err := b.fleetPool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = ANY($1) AND datname = current_database()`, apps).Scan(&n); err != nil {
 			return fmt.Errorf("count the cell's backends: %w", err)
 		}
 		if n == 0 {

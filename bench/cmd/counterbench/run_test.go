@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/counterd/counterd/bench/internal/report"
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/pgtest"
@@ -41,7 +43,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	proctest.Main(m, "counterd", "github.com/counterd/counterd/cmd/counterd", &counterdBinary)
+	goleak.VerifyTestMain(proctest.Built(m, "counterd", "github.com/counterd/counterd/cmd/counterd", &counterdBinary))
 }
 
 // shortEnv is a run small enough for CI: every approach and section, two
