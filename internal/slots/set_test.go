@@ -3,11 +3,16 @@ package slots_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/counterd/counterd/internal/catalog"
 	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/pgtest"
 	"github.com/counterd/counterd/internal/slots"
 	"github.com/counterd/counterd/internal/store"
 )
@@ -266,3 +271,69 @@ func TestDelOfUncountedKeyLeavesNothing(t *testing.T) {
 		}
 	}
 }
+
+// A store that has not seen an expiry writes a round in one statement (it
+// used to check counter_expiry in a transaction of its own before each
+// round), and still resets a key whose expiry another daemon set and that
+// has passed: the statement moves no lane while an expiry exists, and the
+// store writes the round again with the reset.
+func TestFirstExpiryFromAnotherDaemon(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queries atomic.Int64
+	cfg.ConnConfig.Tracer = countQueries{&queries}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	b, err := slots.New(pool, slots.Options{Kinds: catalog.Writers(), Slots: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := slots.New(db.Pool, slots.Options{Kinds: catalog.Writers(), Slots: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idA := store.BatchID{Identity: store.Identity{Instance: "a"}, Seq: 1}
+	idB := store.BatchID{Identity: store.Identity{Instance: "b"}, Seq: 1}
+	mustApply(t, a, idA, change.Change{Key: "k", Kind: change.Total, Delta: 5})
+
+	before := queries.Load()
+	mustApply(t, b, idB, change.Change{Key: "k", Kind: change.Total, Delta: 1})
+	if n := queries.Load() - before; n != 1 {
+		t.Fatalf("a round with no expiry anywhere took %d statements; want 1", n)
+	}
+
+	// a sets k's expiry, which then passes; b, which never saw one, writes k.
+	idA.Seq++
+	mustApply(t, a, idA, change.Change{Key: "k", Kind: change.Expire, Delta: time.Now().Add(time.Hour).Unix()})
+	if _, err := db.Pool.Exec(ctx, `UPDATE counter_expiry SET expires_at = now() - interval '1 second' WHERE key = 'k'`); err != nil {
+		t.Fatal(err)
+	}
+	idB.Seq++
+	mustApply(t, b, idB, change.Change{Key: "k", Kind: change.Total, Delta: 2})
+	if got := total(t, db, "k"); got != 2 {
+		t.Fatalf("k after its expiry passed and b added 2: got %d; want 2 (a new life)", got)
+	}
+	// Replayed, the round is written once.
+	mustApply(t, b, idB, change.Change{Key: "k", Kind: change.Total, Delta: 2})
+	if got := total(t, db, "k"); got != 2 {
+		t.Fatalf("k after b's round was replayed: got %d; want 2", got)
+	}
+}
+
+// countQueries counts the statements a pool's connections send.
+type countQueries struct{ n *atomic.Int64 }
+
+func (c countQueries) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (countQueries) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}

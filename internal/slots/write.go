@@ -133,11 +133,22 @@ func (s *Store) write(ctx context.Context, seq int64, p *part, res *store.ApplyR
 	parts, args := s.inlineArgs(pl, p.lanes, seq)
 	var doneLanes int
 	err = s.retry(ctx, &res.Attempts, func() error {
-		expiring, err := s.anyExpiry(ctx) // expire.go
-		if err != nil {
+		expiring := s.expiring.Load()
+		if p.lanes == nil && !expiring {
+			// Without lanes nothing can hold the write back: ask first.
+			var err error
+			if expiring, err = s.anyExpiry(ctx); err != nil { // expire.go
+				return err
+			}
+		}
+		var held bool
+		err := s.roundRow(ctx, s.ws.statement(parts, expiring), args, &res.Updated, &res.Inserted, &doneLanes, &held) // fault.go
+		if err != nil || !held || p.lanes == nil {
 			return err
 		}
-		return s.roundRow(ctx, s.ws.statement(parts, expiring), args, &res.Updated, &res.Inserted, &doneLanes) // fault.go
+		// The first expiry: the statement moved no lane and wrote nothing.
+		s.expiring.Store(true)
+		return s.roundRow(ctx, s.ws.statement(parts, true), args, &res.Updated, &res.Inserted, &doneLanes, &held)
 	})
 	if err != nil {
 		return false, fmt.Errorf("write batch (attempt %d): %w", res.Attempts, err)
@@ -206,11 +217,27 @@ FROM unnest($1::text[]) WITH ORDINALITY AS l(name, ord)`
 // evaluated before any lane moves, fails the statement (ErrFenced) when
 // another daemon has taken over the round's instance.
 const advancedCTE = `
-WITH advanced AS (
+WITH advanced AS (` + advancedInsert + `
+    ORDER BY l` + advancedUpsert
+
+// advancedUnlessExpiry is advancedCTE moving no lane while any key has an
+// expiry (expiryHeld): the round statement without resetExpired is then
+// a no-op its caller runs again with it, decided at the statement's own
+// snapshot and without a statement of its own (expire.go, anyExpiry).
+const advancedUnlessExpiry = `
+WITH advanced AS (` + advancedInsert + `
+      AND NOT ` + expiryHeld + `
+    ORDER BY l` + advancedUpsert
+
+// expiryHeld is whether any key has an expiry.
+const expiryHeld = `EXISTS (SELECT FROM counter_expiry)`
+
+const advancedInsert = `
     INSERT INTO counterd_instances AS ci (instance, last_seq, updated_at)
     SELECT l, $2::bigint, now() FROM unnest($1::text[]) AS l
-    WHERE counterd_fence($1::text[])
-    ORDER BY l
+    WHERE counterd_fence($1::text[])`
+
+const advancedUpsert = `
     ON CONFLICT (instance) DO UPDATE
     SET last_seq = excluded.last_seq, updated_at = excluded.updated_at
     WHERE ci.last_seq < excluded.last_seq

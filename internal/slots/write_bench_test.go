@@ -73,7 +73,8 @@ func writeByArrays(query string) roundWrite {
 		if homed {
 			args = append(args, benchHome)
 		}
-		err = conn.QueryRow(ctx, query, args...).Scan(&updated, &inserted, &done)
+		var held bool // whether an expiry held the round back: none here
+		err = conn.QueryRow(ctx, query, args...).Scan(&updated, &inserted, &done, &held)
 		return updated, inserted, err
 	}}
 }
@@ -118,7 +119,8 @@ func writeByCopy(query, create string) roundWrite {
 				return 0, 0, err
 			}
 			var done int
-			if err := tx.QueryRow(ctx, staged, []string{"bench/0"}, seq).Scan(&updated, &inserted, &done); err != nil {
+			var held bool
+			if err := tx.QueryRow(ctx, staged, []string{"bench/0"}, seq).Scan(&updated, &inserted, &done, &held); err != nil {
 				return 0, 0, err
 			}
 			if !temp {
@@ -289,5 +291,5 @@ const writeBatchByCTID = advancedCTE + `, fresh AS (
 )
 SELECT (SELECT count(*) FROM updated)::int + count(*) FILTER (WHERE NOT created)::int,
        count(*) FILTER (WHERE created)::int,
-       (coalesce(cardinality($1::text[]), 0) - (SELECT count(*) FROM advanced))::int
+       (coalesce(cardinality($1::text[]), 0) - (SELECT count(*) FROM advanced))::int, false
 FROM inserted`

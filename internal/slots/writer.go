@@ -266,7 +266,8 @@ func (s *Store) inlineStatement(ctx context.Context, tx pgx.Tx, p plan, res *sto
 		return nil
 	}
 	var u, i, done int
-	if err := tx.QueryRow(ctx, s.ws.statement(parts, true), args...).Scan(&u, &i, &done); err != nil {
+	var held bool // always false: the statement resets expired keys
+	if err := tx.QueryRow(ctx, s.ws.statement(parts, true), args...).Scan(&u, &i, &done, &held); err != nil {
 		return err
 	}
 	res.Updated, res.Inserted = res.Updated+u, res.Inserted+i
@@ -342,7 +343,11 @@ type statementKey struct {
 // statement is the round statement writing the inline writers of parts
 // (a bit per index of set.list) in one INSERT each, counting what they
 // wrote: advancedCTE, then fresh, then each writer's CTE in order, then
-// the counts. It runs as an unnamed statement
+// the counts, and whether an expiry held it back. Without expiring it
+// moves no lane while any key has an expiry (advancedUnlessExpiry), and
+// says so, so that its caller runs it again with expiring (write.go): a
+// round costs one statement, not a check of counter_expiry before it.
+// It runs as an unnamed statement
 // (QueryExecModeCacheDescribe), so PostgreSQL plans it for each round with
 // the tables as they are: a generic plan cached while the slot table was
 // tiny kept a sequential scan per key as it grew (a round of 2,000 keys
@@ -353,7 +358,11 @@ func (set *writerSet) statement(parts uint64, expiring bool) string {
 		return q.(string)
 	}
 	var b strings.Builder
-	b.WriteString(advancedCTE)
+	advanced, held := advancedUnlessExpiry, expiryHeld
+	if expiring {
+		advanced, held = advancedCTE, "false"
+	}
+	b.WriteString(advanced)
 	b.WriteString(freshCTE)
 	next := 3 // $1 lanes, $2 seq
 	var names []string
@@ -382,7 +391,7 @@ func (set *writerSet) statement(parts uint64, expiring bool) string {
 	}
 	b.WriteString(`
 SELECT count(*) FILTER (WHERE NOT created)::int, count(*) FILTER (WHERE created)::int,
-       (coalesce(cardinality($1::text[]), 0) - (SELECT count(*) FROM advanced))::int
+       (coalesce(cardinality($1::text[]), 0) - (SELECT count(*) FROM advanced))::int, ` + held + `
 FROM ` + from)
 	q, _ := set.statements.LoadOrStore(key, b.String())
 	return q.(string)
