@@ -54,7 +54,7 @@ type Options struct {
 	// a connection's read buffer holds (default resp.MaxCommandBytes);
 	// past it the client gets an error and is disconnected, as Redis's
 	// client-query-buffer-limit. Before AUTH the bound is far smaller
-	// (resp.Unauthenticated).
+	// (resp.UnauthenticatedLimits).
 	QueryLimit int
 	// OutputLimit is the most reply bytes pending for one connection
 	// (default 64 MiB); past it the connection is closed, as Redis's
@@ -75,6 +75,10 @@ type Options struct {
 
 // Server serves connections on one listener.
 type Server struct {
+	// cmds is the command index (commands). COMMAND's handlers reach it
+	// through their server, since the table they are part of cannot name
+	// the index built from it (an initialization cycle).
+	cmds *cmdIndex
 	buf  *pending.Buffer
 	opts Options
 
@@ -124,7 +128,7 @@ func New(buf *pending.Buffer, opts Options) *Server {
 	if opts.Metrics == nil {
 		opts.Metrics = metrics.NewSet()
 	}
-	s := &Server{buf: buf, opts: opts, conns: map[net.Conn]struct{}{}, clock: time.Now}
+	s := &Server{cmds: &commands, buf: buf, opts: opts, conns: map[net.Conn]struct{}{}, clock: time.Now}
 	s.m = newServerMetrics(opts.Metrics, s)
 	s.reg.init(time.Now)
 	s.out = newOutputMetrics(opts.Metrics)
