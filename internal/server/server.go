@@ -75,10 +75,6 @@ type Options struct {
 
 // Server serves connections on one listener.
 type Server struct {
-	// cmds is the command index (commands). COMMAND's handlers reach it
-	// through their server, since the table they are part of cannot name
-	// the index built from it (an initialization cycle).
-	cmds *cmdIndex
 	buf  *pending.Buffer
 	opts Options
 
@@ -100,6 +96,11 @@ type Server struct {
 	clock func() time.Time
 	// uniques is this daemon's view of unique keys (kind_unique.go).
 	uniques uniqueView
+	// cmds is the command index (commands). COMMAND's handlers reach it
+	// through their server, since the table they are part of cannot name
+	// the index built from it (an initialization cycle). Last, so the
+	// fields the accept path reads keep their offsets.
+	cmds *cmdIndex
 }
 
 // New returns a Server that counts into buf.
