@@ -3,10 +3,10 @@
 // records it, the accumulator coalesces it, and the store writes it.
 //
 // Each kind of change is declared once, in a kind_*.go file of this
-// package, as a Spec, and registered by one line of the list in kinds.go
-// (builtin), not by init functions: how its changes net (add, replace, ...), what is
+// package, as a Spec: how its changes net (add, replace, ...), what is
 // checked when one is accepted or replayed, which cell it lands on and how
-// a read folds its pending value into the stored one. The journal and the
+// a read folds its pending value into the stored one. One list (kinds.go's
+// builtin), not init functions, registers them. The journal and the
 // accumulator net changes with the same function (Fold) and name no kind;
 // a new kind is a new Spec here, its line in the list and a writer in the
 // store.
