@@ -7,14 +7,17 @@ package sql
 
 import "embed"
 
-// FS holds every migration file in this directory.
-//
-//go:embed *.sql
-var FS embed.FS
+// Files returns every migration file in this directory. A function, not
+// an exported variable, so no importer can swap the schema another sees.
+func Files() embed.FS { return files }
 
-// Proxy holds the read interface a PL/Proxy cluster's proxy database
+//go:embed *.sql
+var files embed.FS
+
+// Proxy returns the read interface a PL/Proxy cluster's proxy database
 // gets (proxy/cluster.sql), with :cluster to replace by the cluster's
 // name.
-//
+func Proxy() embed.FS { return proxy }
+
 //go:embed proxy/*.sql
-var Proxy embed.FS
+var proxy embed.FS

@@ -5,9 +5,11 @@
 // Each kind of change is declared once, in a kind_*.go file of this
 // package, as a Spec: how its changes net (add, replace, ...), what is
 // checked when one is accepted or replayed, which cell it lands on and how
-// a read folds its pending value into the stored one. The journal and the
+// a read folds its pending value into the stored one. One list (kinds.go's
+// builtin), not init functions, registers them. The journal and the
 // accumulator net changes with the same function (Fold) and name no kind;
-// a new kind is a new Spec here and a writer in the store.
+// a new kind is a new Spec here, its line in the list and a writer in the
+// store.
 package change
 
 import (
@@ -20,17 +22,17 @@ import (
 type Kind uint8
 
 // Valid reports whether k is a kind this build knows.
-func (k Kind) Valid() bool { return specs[k] != nil }
+func (k Kind) Valid() bool { return kinds.specs[k] != nil }
 
 // Spec returns k's declaration, nil for a kind this build does not know.
-func (k Kind) Spec() *Spec { return specs[k] }
+func (k Kind) Spec() *Spec { return kinds.specs[k] }
 
 // Windowed reports whether k is a time bucket kind.
 func (k Kind) Windowed() bool { return k.Width() != 0 }
 
 // Width is the width of a windowed kind's buckets, 0 for other kinds.
 func (k Kind) Width() time.Duration {
-	if s := specs[k]; s != nil {
+	if s := kinds.specs[k]; s != nil {
 		return s.Width
 	}
 	return 0
@@ -40,17 +42,17 @@ func (k Kind) Width() time.Duration {
 // is nil), so a change of 0 does nothing and nets held apart (in shards)
 // can be summed in any order.
 func (k Kind) Additive() bool {
-	if k == plain {
+	if k == kinds.plain {
 		return true
 	}
-	s := specs[k]
+	s := kinds.specs[k]
 	return s == nil || s.Merge == nil
 }
 
 // Members reports whether k's changes are members of a set, not amounts
 // (Spec.Members).
 func (k Kind) Members() bool {
-	s := specs[k]
+	s := kinds.specs[k]
 	return s != nil && s.Members
 }
 
@@ -61,7 +63,7 @@ func (k Kind) CheckBucket(bucket int64) error {
 }
 
 func (k Kind) String() string {
-	if s := specs[k]; s != nil {
+	if s := kinds.specs[k]; s != nil {
 		return s.Name
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
@@ -70,7 +72,7 @@ func (k Kind) String() string {
 // WindowKind returns the windowed kind whose name is s ("minute", "hour",
 // "day").
 func WindowKind(s string) (Kind, bool) {
-	for k, sp := range specs {
+	for k, sp := range kinds.specs {
 		if sp != nil && sp.Width != 0 && sp.Name == s {
 			return Kind(k), true
 		}
@@ -102,14 +104,14 @@ type Change struct {
 // its kind's Spec.Check refuses. The journal checks every change it
 // records and every one it replays.
 func (c Change) Check() error {
-	if c.Kind == plain && c.Bucket == 0 {
+	if c.Kind == kinds.plain && c.Bucket == 0 {
 		return nil // the plain kind has no buckets and nothing else to check
 	}
 	return c.check()
 }
 
 func (c Change) check() error {
-	s := specs[c.Kind]
+	s := kinds.specs[c.Kind]
 	if s == nil {
 		return fmt.Errorf("unknown change kind %d", uint8(c.Kind))
 	}
@@ -141,10 +143,10 @@ func (c Change) ID() ID { return ID{Key: c.Key, Kind: c.Kind, Bucket: c.Bucket} 
 // says Lands, the cell of that kind of its key (a Set lands on the key's
 // Total).
 func (c Change) Cell() ID {
-	if c.Kind == plain {
+	if c.Kind == kinds.plain {
 		return c.ID()
 	}
-	if s := specs[c.Kind]; s != nil && s.Lands != 0 {
+	if s := kinds.specs[c.Kind]; s != nil && s.Lands != 0 {
 		return ID{Key: c.Key, Kind: s.Lands}
 	}
 	return c.ID()

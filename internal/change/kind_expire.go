@@ -5,13 +5,13 @@ package change
 // and a read of the key's total takes it in.
 const Expire Kind = 6
 
-func init() {
-	Register(Expire, Spec{
+func expireSpec() Spec {
+	return Spec{
 		Name:   "expire",
 		Merge:  ReplaceNet,
 		ReadBy: Total,
 		Read: func(r *Reading, n Net) {
 			r.Expires = n.N * 1000
 		},
-	})
+	}
 }

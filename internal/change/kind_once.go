@@ -41,8 +41,8 @@ const onceSuffixLen = 16
 // overflowing microseconds when added to an accept time.
 const MaxOnceWindow = 100 * 365 * 24 * time.Hour
 
-func init() {
-	Register(Once, Spec{Name: "once", Check: checkOnce, Suffix: onceSuffixLen})
+func onceSpec() Spec {
+	return Spec{Name: "once", Check: checkOnce, Suffix: onceSuffixLen}
 }
 
 func checkOnce(c Change) error {

@@ -8,8 +8,8 @@ package change
 // same round is cancelled, and a read stops seeing the stored one.
 const Set Kind = 5
 
-func init() {
-	Register(Set, Spec{
+func setSpec() Spec {
+	return Spec{
 		Name:    "set",
 		Lands:   Total,
 		Merge:   ReplaceNet,
@@ -17,5 +17,5 @@ func init() {
 		Read: func(r *Reading, n Net) {
 			*r = Reading{N: n.N, V: n.V}
 		},
-	})
+	}
 }

@@ -22,8 +22,8 @@ import "fmt"
 // bound both by 12 KB per key; a round is short, so it stays small.
 const Unique Kind = 8
 
-func init() {
-	Register(Unique, Spec{Name: "unique", Check: checkUnique, Members: true, InBucket: uniqueInBucket})
+func uniqueSpec() Spec {
+	return Spec{Name: "unique", Check: checkUnique, Members: true, InBucket: uniqueInBucket}
 }
 
 // uniqueInBucket is a member's change to its key's bucket: the member,

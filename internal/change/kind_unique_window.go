@@ -31,14 +31,11 @@ const (
 // windowed unique change's Key.
 const uniqueBucketSuffixLen = 8
 
-func init() {
-	for _, w := range []struct {
-		k, window Kind
-		name      string
-	}{{UniqueMinute, Minute, "unique_minute"}, {UniqueHour, Hour, "unique_hour"}, {UniqueDay, Day, "unique_day"}} {
-		Register(w.k, Spec{Name: w.name, Check: checkUnique, Suffix: uniqueBucketSuffixLen,
-			Members: true, Window: w.window, Start: BucketStart})
-	}
+// uniqueWindowSpec is the Spec of the windowed unique kind named name,
+// whose sets are kept per bucket of window kind window.
+func uniqueWindowSpec(name string, window Kind) Spec {
+	return Spec{Name: name, Check: checkUnique, Suffix: uniqueBucketSuffixLen,
+		Members: true, Window: window, Start: BucketStart}
 }
 
 // UniqueWindow returns the windowed unique kind of window kind k (Minute,

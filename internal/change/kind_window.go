@@ -14,21 +14,21 @@ const (
 	Day    Kind = 4
 )
 
-func init() {
-	for _, w := range []struct {
-		k     Kind
-		name  string
-		width time.Duration
-	}{{Minute, "minute", time.Minute}, {Hour, "hour", time.Hour}, {Day, "day", 24 * time.Hour}} {
-		Register(w.k, Spec{Name: w.name, Width: w.width, Check: checkWindow})
-	}
+// windowSpec is the Spec of the window kind named name, whose buckets
+// are width wide.
+func windowSpec(name string, width time.Duration) Spec {
+	return Spec{Name: name, Width: width, Check: checkWindow(width)}
 }
 
-// checkWindow accepts a bucket that is the start of a bucket of its kind.
-func checkWindow(c Change) error {
-	w := int64(c.Kind.Width() / time.Second)
-	if c.Bucket < 0 || c.Bucket%w != 0 {
-		return fmt.Errorf("bucket %d is not the start of a %v bucket", c.Bucket, c.Kind)
+// checkWindow accepts a bucket that is the start of a bucket of width
+// (its kind's Width, given, since the kinds table is built from this
+// Spec).
+func checkWindow(width time.Duration) func(Change) error {
+	w := int64(width / time.Second)
+	return func(c Change) error {
+		if c.Bucket < 0 || c.Bucket%w != 0 {
+			return fmt.Errorf("bucket %d is not the start of a %v bucket", c.Bucket, c.Kind)
+		}
+		return nil
 	}
-	return nil
 }

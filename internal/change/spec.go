@@ -1,7 +1,6 @@
 package change
 
 import (
-	"fmt"
 	"math"
 	"math/big"
 	"time"
@@ -9,7 +8,8 @@ import (
 
 // Spec declares one kind: everything the layers need to know about it
 // besides its bytes (the journal) and its SQL (the store's writer). Each
-// kind registers its Spec once, from the kind_*.go file of its family.
+// kind declares its Spec in the kind_*.go file of its family, and
+// builtin (kinds.go) lists them all.
 type Spec struct {
 	// Name names the kind in errors, logs and configuration.
 	Name string
@@ -73,61 +73,22 @@ type Spec struct {
 // bytes its kind packs after it (Spec.Suffix). A store of partitions
 // places c by it, so all of a key's rows share its partition.
 func (c Change) CounterKey() string {
-	if c.Kind == plain {
+	if c.Kind == kinds.plain {
 		return c.Key
 	}
-	if s := specs[c.Kind]; s != nil && s.Suffix > 0 && len(c.Key) >= s.Suffix {
+	if s := kinds.specs[c.Kind]; s != nil && s.Suffix > 0 && len(c.Key) >= s.Suffix {
 		return c.Key[:len(c.Key)-s.Suffix]
 	}
 	return c.Key
 }
 
-// specs is the registry, indexed by kind.
-var specs [256]*Spec
-
-// plain is the kind whose Spec says Plain.
-var plain Kind
-
-// Register declares kind k. It is called from init functions (a test's
-// kind from its test file): registering a kind twice, kind 0, or a second
-// plain kind panics.
-func Register(k Kind, s Spec) {
-	switch {
-	case k == 0:
-		panic("BUG: kind 0 means no kind")
-	case specs[k] != nil:
-		panic(fmt.Sprintf("BUG: kind %d registered twice (%s, %s)", k, specs[k].Name, s.Name))
-	case s.Plain && plain != 0:
-		panic(fmt.Sprintf("BUG: two plain kinds (%v, %s)", plain, s.Name))
-	case s.Window != 0 && (!s.Members || s.Start == nil):
-		panic(fmt.Sprintf("BUG: kind %s has a window but no members or no Start", s.Name))
-	}
-	if o, ok := MembersIn(s.Window); ok {
-		panic(fmt.Sprintf("BUG: kinds %v and %s both keep members per %v bucket", o, s.Name, s.Window))
-	}
-	if s.Plain {
-		if s.Merge != nil || s.Lands != 0 || s.Width != 0 || len(s.Cancels) > 0 || s.Read != nil {
-			panic(fmt.Sprintf("BUG: plain kind %s must add up, without buckets, on its own cell", s.Name))
-		}
-		plain = k
-	}
-	specs[k] = &s
-}
-
 // Plain returns the kind of a plain increment of a key's value (see
 // Spec.Plain).
-func Plain() Kind { return plain }
+func Plain() Kind { return kinds.plain }
 
 // MembersIn returns the member kind whose sets are kept per bucket of
 // window kind w (Spec.Window), false if none is.
-func MembersIn(w Kind) (Kind, bool) {
-	for k, s := range specs {
-		if s != nil && s.Window == w && w != 0 {
-			return Kind(k), true
-		}
-	}
-	return 0, false
-}
+func MembersIn(w Kind) (Kind, bool) { return kinds.membersIn(w) }
 
 // Net is the net of the changes to one cell (of one round, or one journal
 // segment): what a round writes for it.
@@ -157,14 +118,14 @@ func (n Net) Written() bool {
 // Merge nets ch into n, by ch's kind's rule; it reports false if the
 // result would not fit (an additive sum past int64).
 func (n Net) Merge(ch Change) (Net, bool) {
-	if ch.Kind != plain { // the plain kind adds, without a look at the registry
+	if ch.Kind != kinds.plain { // the plain kind adds, without a look at the table
 		return n.mergeBy(ch)
 	}
 	return AddNet(n, ch)
 }
 
 func (n Net) mergeBy(ch Change) (Net, bool) {
-	if s := specs[ch.Kind]; s != nil && s.Merge != nil {
+	if s := kinds.specs[ch.Kind]; s != nil && s.Merge != nil {
 		return s.Merge(n, ch)
 	}
 	return AddNet(n, ch)
@@ -200,7 +161,7 @@ type Cells interface {
 // segment and the accumulator a round with it, so a replayed round nets
 // exactly as the live one did.
 func Fold(n *Net, ch Change, cs Cells) bool {
-	if ch.Kind != plain { // the plain kind adds and cancels nothing
+	if ch.Kind != kinds.plain { // the plain kind adds and cancels nothing
 		return foldBy(n, ch, cs)
 	}
 	m, ok := AddNet(*n, ch)
@@ -216,7 +177,7 @@ func foldBy(n *Net, ch Change, cs Cells) bool {
 		return false
 	}
 	*n = m
-	if s := specs[ch.Kind]; s != nil {
+	if s := kinds.specs[ch.Kind]; s != nil {
 		for _, k := range s.Cancels {
 			if o := cs.Lookup(ID{Key: ch.Key, Kind: k}); o != nil {
 				*o, _ = o.Merge(Change{Key: ch.Key, Kind: k})
@@ -230,7 +191,7 @@ func foldBy(n *Net, ch Change, cs Cells) bool {
 // in order: k itself, then those read by it (Spec.ReadBy).
 func Reads(k Kind) []Kind {
 	out := []Kind{k}
-	for o, s := range specs {
+	for o, s := range kinds.specs {
 		if s != nil && s.ReadBy == k {
 			out = append(out, Kind(o))
 		}
@@ -252,7 +213,7 @@ type Reading struct {
 // Fold folds net n, pending for one of the cells the read takes in
 // (Reads), into r by its kind's rule.
 func (r *Reading) Fold(n Net) {
-	if s := specs[n.Kind]; s != nil && s.Read != nil {
+	if s := kinds.specs[n.Kind]; s != nil && s.Read != nil {
 		s.Read(r, n)
 		return
 	}

@@ -30,7 +30,7 @@ func InstallProxy(ctx context.Context, pool *pgxpool.Pool, name string) (missing
 			return nil, fmt.Errorf("cluster name %q is not a plain identifier", name)
 		}
 	}
-	b, err := sql.Proxy.ReadFile("proxy/cluster.sql")
+	b, err := sql.Proxy().ReadFile("proxy/cluster.sql")
 	if err != nil {
 		return nil, err
 	}

@@ -24,14 +24,21 @@ import (
 	"github.com/counterd/counterd/internal/store"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain registers the kind, explicitly, before any test uses it: the
+// kinds of the product are listed in internal/change (kinds.go), and a
+// test's kind is added with change.Register.
+func TestMain(m *testing.M) {
+	change.Register(Max, maxSpec())
+	goleak.VerifyTestMain(m)
+}
 
 // Max is a cell that keeps the largest value it was given, from 0: a
 // change's Delta is a value, not an increment.
 const Max change.Kind = 200
 
-func init() {
-	change.Register(Max, change.Spec{
+// maxSpec is the kind's declaration.
+func maxSpec() change.Spec {
+	return change.Spec{
 		Name: "max",
 		Merge: func(n change.Net, ch change.Change) (change.Net, bool) {
 			return change.Net{N: max(n.N, ch.Delta), Kind: ch.Kind}, true
@@ -43,7 +50,7 @@ func init() {
 			return nil
 		},
 		Read: func(r *change.Reading, n change.Net) { r.N = max(r.N, n.N) },
-	})
+	}
 }
 
 // maxWriter writes the kind into the table the test creates; the test's

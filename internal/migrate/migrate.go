@@ -44,7 +44,7 @@ var fileRE = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.(up|down)\.sql$`)
 
 // All returns the embedded migrations in version order.
 func All() ([]Migration, error) {
-	return load(schema.FS)
+	return load(schema.Files())
 }
 
 func load(fsys fs.FS) ([]Migration, error) {

@@ -52,12 +52,6 @@ func UnauthenticatedLimits() Limits {
 	return Limits{Command: 32 << 10, Args: 10, Bulk: 16 << 10, Inline: 32 << 10, Unauthenticated: true}
 }
 
-// Unauthenticated is UnauthenticatedLimits().
-//
-// Deprecated: call UnauthenticatedLimits. This exported variable goes
-// once internal/server (input.go) no longer names it.
-var Unauthenticated = UnauthenticatedLimits()
-
 // withDefaults fills the zero fields of l. A bulk past Command is left to
 // the command's limit, whose error names it.
 func (l Limits) withDefaults() Limits {

@@ -10,12 +10,12 @@ import (
 
 // command answers COMMAND: every command's description.
 func (c *session) command(context.Context, [][]byte) error {
-	c.out = appendCommandInfos(c.out, c.conn.resp3, commands.all)
+	c.out = appendCommandInfos(c.out, c.conn.resp3, c.s.cmds.all)
 	return nil
 }
 
 func (c *session) commandCount(context.Context, [][]byte) error {
-	c.out = resp.AppendInt(c.out, int64(len(commands.all)))
+	c.out = resp.AppendInt(c.out, int64(len(c.s.cmds.all)))
 	return nil
 }
 
@@ -24,8 +24,8 @@ func (c *session) commandList(_ context.Context, args [][]byte) error {
 		c.fail("ERR syntax error (counterd's COMMAND LIST takes no filter)")
 		return nil
 	}
-	c.out = resp.AppendArrayHeader(c.out, len(commands.all))
-	for _, s := range commands.all {
+	c.out = resp.AppendArrayHeader(c.out, len(c.s.cmds.all))
+	for _, s := range c.s.cmds.all {
 		c.out = resp.AppendBulkString(c.out, s.name)
 	}
 	return nil
@@ -35,12 +35,12 @@ func (c *session) commandList(_ context.Context, args [][]byte) error {
 func (c *session) commandInfo(_ context.Context, args [][]byte) error {
 	r3 := c.conn.resp3
 	if len(args) == 2 {
-		c.out = appendCommandInfos(c.out, r3, commands.all)
+		c.out = appendCommandInfos(c.out, r3, c.s.cmds.all)
 		return nil
 	}
 	c.out = resp.AppendArrayHeader(c.out, len(args)-2)
 	for _, name := range args[2:] {
-		if s := lookupFull(name); s != nil {
+		if s := c.s.cmds.lookupFull(name); s != nil {
 			c.out = appendCommandInfo(c.out, r3, s)
 		} else {
 			c.out = appendNull(c.out, r3)
@@ -51,11 +51,11 @@ func (c *session) commandInfo(_ context.Context, args [][]byte) error {
 
 // commandDocs answers COMMAND DOCS [name ...].
 func (c *session) commandDocs(_ context.Context, args [][]byte) error {
-	specs := commands.all
+	specs := c.s.cmds.all
 	if len(args) > 2 {
 		specs = nil
 		for _, name := range args[2:] {
-			if s := lookupFull(name); s != nil { // unknown names are left out, as Redis does
+			if s := c.s.cmds.lookupFull(name); s != nil { // unknown names are left out, as Redis does
 				specs = append(specs, s)
 			}
 		}

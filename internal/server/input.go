@@ -10,13 +10,13 @@ import (
 // Input limits, as Redis's client-query-buffer-limit and its limits on
 // unauthenticated clients: a connection's read buffer holds at most one
 // command, so bounding the command bounds the buffer. Before AUTH (with
-// Options.Password set) the bound is resp.Unauthenticated, a few KiB, so
+// Options.Password set) the bound is resp.UnauthenticatedLimits(), a few KiB, so
 // clients that do not know the password cannot make the daemon hold much.
 
 // limits is what a connection may send now.
 func (c *session) limits() resp.Limits {
 	if c.conn.needAuth {
-		return resp.Unauthenticated
+		return resp.UnauthenticatedLimits()
 	}
 	return resp.Limits{Command: c.s.opts.QueryLimit}
 }

@@ -54,7 +54,7 @@ type Options struct {
 	// a connection's read buffer holds (default resp.MaxCommandBytes);
 	// past it the client gets an error and is disconnected, as Redis's
 	// client-query-buffer-limit. Before AUTH the bound is far smaller
-	// (resp.Unauthenticated).
+	// (resp.UnauthenticatedLimits).
 	QueryLimit int
 	// OutputLimit is the most reply bytes pending for one connection
 	// (default 64 MiB); past it the connection is closed, as Redis's
@@ -96,6 +96,11 @@ type Server struct {
 	clock func() time.Time
 	// uniques is this daemon's view of unique keys (kind_unique.go).
 	uniques uniqueView
+	// cmds is the command index (commands). COMMAND's handlers reach it
+	// through their server, since the table they are part of cannot name
+	// the index built from it (an initialization cycle). Last, so the
+	// fields the accept path reads keep their offsets.
+	cmds *cmdIndex
 }
 
 // New returns a Server that counts into buf.
@@ -124,7 +129,7 @@ func New(buf *pending.Buffer, opts Options) *Server {
 	if opts.Metrics == nil {
 		opts.Metrics = metrics.NewSet()
 	}
-	s := &Server{buf: buf, opts: opts, conns: map[net.Conn]struct{}{}, clock: time.Now}
+	s := &Server{cmds: &commands, buf: buf, opts: opts, conns: map[net.Conn]struct{}{}, clock: time.Now}
 	s.m = newServerMetrics(opts.Metrics, s)
 	s.reg.init(time.Now)
 	s.out = newOutputMetrics(opts.Metrics)

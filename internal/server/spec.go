@@ -100,9 +100,9 @@ const (
 // errNotInMulti is Redis's refusal of a command flagged no-multi.
 const errNotInMulti = "ERR Command not allowed inside a transaction"
 
-// cmdIndex finds commands by name. It is built from commandTable in init,
-// so handlers that list commands (COMMAND) do not refer to the table they
-// are part of.
+// cmdIndex finds commands by name. It is built once from commandTable
+// (commands), so handlers that list commands (COMMAND) do not refer to
+// the table they are part of.
 type cmdIndex struct {
 	all    []*cmdSpec
 	byName map[string]*cmdSpec
@@ -111,25 +111,29 @@ type cmdIndex struct {
 	replies [256]groupReply
 }
 
-var commands cmdIndex
+// commands is the index of commandTable, built once as the package's
+// variables are; nothing changes it after.
+var commands = newCmdIndex(commandTable)
 
-func init() {
-	commands = cmdIndex{all: commandTable, byName: make(map[string]*cmdSpec, len(commandTable))}
-	for _, c := range commandTable {
-		if len(c.name) > maxNameLen || commands.byName[c.name] != nil {
+// newCmdIndex indexes table; it panics on a duplicate or overlong name.
+func newCmdIndex(table []*cmdSpec) cmdIndex {
+	x := cmdIndex{all: table, byName: make(map[string]*cmdSpec, len(table))}
+	for _, c := range table {
+		if len(c.name) > maxNameLen || x.byName[c.name] != nil {
 			panic(fmt.Sprintf("BUG: command %q: duplicate or longer than %d bytes", c.name, maxNameLen))
 		}
-		commands.byName[c.name] = c
+		x.byName[c.name] = c
 		if c.fast != nil {
-			commands.fast = append(commands.fast, c)
+			x.fast = append(x.fast, c)
 		}
 		if c.parse != nil && c.run == nil {
 			c.run = func(sess *session, ctx context.Context, args [][]byte) error { return sess.runCall(ctx, c, args) }
 		}
 		if c.groupReply != nil {
-			commands.replies[c.groupKind] = c.groupReply
+			x.replies[c.groupKind] = c.groupReply
 		}
 	}
+	return x
 }
 
 // maxNameLen bounds a command's name, so lookup lowers it on the stack.
@@ -137,7 +141,11 @@ const maxNameLen = 16
 
 // lookup returns the command named name (any case), or nil. It does not
 // allocate.
-func lookup(name []byte) *cmdSpec {
+func lookup(name []byte) *cmdSpec { return commands.lookup(name) }
+
+// lookup returns x's command named name (any case), or nil. It does not
+// allocate.
+func (x *cmdIndex) lookup(name []byte) *cmdSpec {
 	if len(name) > maxNameLen {
 		return nil
 	}
@@ -145,7 +153,7 @@ func lookup(name []byte) *cmdSpec {
 	for i, ch := range name {
 		b[i] = lower(ch)
 	}
-	return commands.byName[string(b[:len(name)])]
+	return x.byName[string(b[:len(name)])]
 }
 
 // sub returns c's subcommand named name (any case), or nil.
@@ -159,9 +167,9 @@ func (c *cmdSpec) sub(name []byte) *cmdSpec {
 }
 
 // lookupFull finds a command or, for "parent|sub", a subcommand.
-func lookupFull(name []byte) *cmdSpec {
+func (x *cmdIndex) lookupFull(name []byte) *cmdSpec {
 	parent, sub, ok := strings.Cut(string(name), "|")
-	c := lookup([]byte(parent))
+	c := x.lookup([]byte(parent))
 	if !ok || c == nil {
 		return c
 	}

@@ -22,6 +22,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/counterd/counterd/internal/change"
@@ -88,7 +89,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"ExactlyOnce", exactlyOnce},
 		{"Replay", replay},
 		{"ReadWithPending", readWithPending},
-		{"Kinds", kinds},
+		{"Kinds", slices.Concat(kinds, uniqueKinds)},
 		{"Overflow", overflow},
 		{"SetExpire", setExpire},
 		{"Grants", grants},

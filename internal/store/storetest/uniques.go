@@ -20,8 +20,6 @@ type memberStore interface {
 	ReadBucketMembers(ctx context.Context, w change.Kind, keys []string, from, to int64) ([][]byte, error)
 }
 
-func init() { kinds = append(kinds, uniqueKinds...) }
-
 // uniqueKinds: members written once per round (a replay is found
 // recorded and changes nothing), read back as the Go sketch of the same
 // members, before and after a fold; bucket sketches unioned over a range
