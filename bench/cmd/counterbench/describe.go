@@ -153,8 +153,12 @@ func (b *bench) describeSettings() [][2]string {
 			ingestClients, ingestKeys, c.PartitionRequests, c.PartitionRuns, c.Schema, intList(c.Partitions), c.ClusterScript, c.Schema, c.Schema)})
 	}
 	if c.runs("fleet") {
-		s = append(s, [2]string{"fleet", fmt.Sprintf("in a database of its own on the same server (%s, dropped and recreated), %s counterd daemons (COUNTERD_DB_MAX_CONNS=%d each, logs in %s) sharing %s increments and %d clients (one redis-benchmark a daemon, -c max(1, %d/N)), -r %s, -P 1 and -P 16, and the Redis-buffer-plus-worker pattern under the same load; every cell starts its processes afresh and waits %v before reading PostgreSQL's statistics",
-			fleetDatabase(c.Schema), intList(c.FleetSizes), b.fleetDBConns(), report.FleetLogFile, report.Thousands(int64(c.FleetRequests)), ingestClients, ingestClients, intList(c.FleetKeys), c.FleetSettle)})
+		load := "one redis-benchmark a daemon"
+		if c.FleetRate > 0 {
+			load = fmt.Sprintf("paced at %s a second in all by counterbench's load generator", report.Thousands(int64(c.FleetRate)))
+		}
+		s = append(s, [2]string{"fleet", fmt.Sprintf("in a database of its own on the same server (%s, dropped and recreated), %s counterd daemons (COUNTERD_DB_MAX_CONNS=%d each, logs in %s) sharing %s increments and %d clients (%s, -c max(1, %d/N)), -r %s, -P 1 and -P 16, and the Redis-buffer-plus-worker pattern under the same load; every cell starts its processes afresh and waits %v before reading PostgreSQL's statistics",
+			fleetDatabase(c.Schema), intList(c.FleetSizes), b.fleetDBConns(), report.FleetLogFile, report.Thousands(int64(c.FleetRequests)), ingestClients, load, ingestClients, intList(c.FleetKeys), c.FleetSettle)})
 	}
 	if c.runs("budget") {
 		sizes := make([]string, len(c.BudgetSizes))

@@ -211,7 +211,7 @@ func TestFleetPacedShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(md, []byte("paced at 4,000 increments a second")) {
+	if !bytes.Contains(md, []byte("paced at 4,000 increments a second")) || !bytes.Contains(md, []byte("paced at 4,000 a second in all")) {
 		t.Errorf("bench.md does not say the load was paced:\n%s", md)
 	}
 }
