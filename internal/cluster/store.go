@@ -161,6 +161,12 @@ func (s *Store) ApplyOnce(ctx context.Context, id store.BatchID, batch []change.
 		out.Inserted += r.Inserted
 		out.Attempts += r.Attempts
 		out.Duplicate = out.Duplicate && r.Duplicate
+		for id, o := range r.Outcomes {
+			if out.Outcomes == nil {
+				out.Outcomes = make(map[string]int64, len(r.Outcomes))
+			}
+			out.Outcomes[id] = o
+		}
 	}
 	if err == nil && len(skipped) > 0 {
 		failed := make(map[int]error, len(skipped))

@@ -39,6 +39,8 @@ type Flusher struct {
 	failing error         // the last write's error, nil once one succeeds
 	// laterDone is the last round commitLater wrote out of order.
 	laterDone uint64
+	// outcomes are what committed rounds decided (Buffer.Outcome).
+	outcomes outcomes
 	failedAt  time.Time // when the current run of failures began
 	kick      chan struct{}
 	stopped   chan struct{} // closed when Run stops for a permanent error
@@ -269,6 +271,7 @@ func (f *Flusher) commitLater(ctx context.Context) {
 			}
 			continue
 		}
+		f.outcomes.record(res.Outcomes)
 		f.mu.Lock()
 		f.rounds = slices.DeleteFunc(slices.Clone(f.rounds), func(q *round) bool { return q == r })
 		f.mu.Unlock()
@@ -334,6 +337,7 @@ func (f *Flusher) commitOldest(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("commit round %d (%d keys, attempt %d): %w", r.id.Seq, len(batch), r.attempts, err)
 	}
+	f.outcomes.record(res.Outcomes)
 	f.pace.wrote(f.now().Sub(began))
 	f.measured(len(batch), f.now().Sub(began))
 	f.mu.Lock()

@@ -1,0 +1,108 @@
+package change
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// SetOp is one operation on an exact set: SADD key member (Delta 1) or
+// SREM key member (Delta -1). Whether it adds or removes anything is
+// decided by the store in the round's transaction, against the set's
+// rows in PostgreSQL (counter_set_members), as INCRONCE's views are: an
+// accepted operation is not a member yet, so no read folds it in.
+//
+// Its fields are the record's own, so the journal format does not change:
+//
+//	Key    the set's key, then the member, then the member's length (2
+//	       bytes, big endian): the member is journaled whole, so a
+//	       replay can write it and SMEMBERS list it;
+//	Bucket the operation's token: its accept time in unix microseconds,
+//	       made strictly increasing by the daemon (SetTokens), so two
+//	       operations of one daemon never share a cell, and their order
+//	       is their accept order;
+//	Delta  1 for SADD, -1 for SREM;
+//	Var    0.
+//
+// Every operation is a cell of its own, so nothing nets: each gets its
+// own outcome (Outcome), the reply of its command.
+const SetOp Kind = 13
+
+// MaxMemberLen bounds a set's member: a member is an id (a user, a
+// device), journaled and stored whole.
+const MaxMemberLen = 512
+
+// memberLenLen is the bytes of the member's length at the end of Key.
+const memberLenLen = 2
+
+func setOpSpec() Spec {
+	return Spec{Name: "set_op", Check: checkSetOp, Counter: setOpCounter}
+}
+
+func checkSetOp(c Change) error {
+	switch {
+	case c.Bucket <= 0:
+		return fmt.Errorf("set op: token %d is not a positive unix microsecond", c.Bucket)
+	case c.Delta != 1 && c.Delta != -1:
+		return fmt.Errorf("set op: delta %d; want 1 (add) or -1 (remove)", c.Delta)
+	case c.Var != 0:
+		return fmt.Errorf("set op: variance %v; an operation is exact", c.Var)
+	}
+	return nil
+}
+
+// setOpCounter is the set's key of a SetOp change's Key; the Key itself
+// for one too short to decode (SetOpOf says why).
+func setOpCounter(packed string) string {
+	if op, err := decodeSetOp(packed); err == nil {
+		return op.Key
+	}
+	return packed
+}
+
+// SetOpChange returns the change of SADD (add) or SREM (!add) of member
+// to key, with token tok.
+func SetOpChange(key string, member []byte, tok int64, add bool) Change {
+	b := make([]byte, 0, len(key)+len(member)+memberLenLen)
+	b = append(b, key...)
+	b = append(b, member...)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(member)))
+	d := int64(-1)
+	if add {
+		d = 1
+	}
+	return Change{Key: string(b), Kind: SetOp, Bucket: tok, Delta: d}
+}
+
+// Op is a SetOp change's fields, decoded.
+type Op struct {
+	Key    string
+	Member string
+	Token  int64
+	Add    bool
+}
+
+// SetOpOf decodes a SetOp change; it says what is wrong with one whose
+// Key does not hold a key and a member.
+func SetOpOf(c Change) (Op, error) {
+	op, err := decodeSetOp(c.Key)
+	op.Token, op.Add = c.Bucket, c.Delta > 0
+	return op, err
+}
+
+func decodeSetOp(packed string) (Op, error) {
+	if len(packed) < memberLenLen {
+		return Op{}, fmt.Errorf("set op: key %q is too short to hold a member's length", packed)
+	}
+	n := int(binary.BigEndian.Uint16([]byte(packed[len(packed)-memberLenLen:])))
+	cut := len(packed) - memberLenLen - n
+	if n == 0 || n > MaxMemberLen || cut <= 0 {
+		return Op{}, fmt.Errorf("set op: key %q does not hold a key and a member of 1..%d bytes", packed, MaxMemberLen)
+	}
+	return Op{Key: packed[:cut], Member: packed[cut : len(packed)-memberLenLen]}, nil
+}
+
+// OpID names one operation among a daemon's: its cell and token. A
+// round's outcomes (store.ApplyResult.Outcomes) are keyed by it.
+func OpID(c Change) string {
+	return c.Key + string(binary.BigEndian.AppendUint64(nil, uint64(c.Bucket)))
+}
