@@ -41,10 +41,10 @@ type Flusher struct {
 	laterDone uint64
 	// outcomes are what committed rounds decided (Buffer.Outcome).
 	outcomes outcomes
-	failedAt  time.Time // when the current run of failures began
-	kick      chan struct{}
-	stopped   chan struct{} // closed when Run stops for a permanent error
-	stopErr   error         // that error; set before stopped is closed
+	failedAt time.Time // when the current run of failures began
+	kick     chan struct{}
+	stopped  chan struct{} // closed when Run stops for a permanent error
+	stopErr  error         // that error; set before stopped is closed
 
 	overflowed atomic.Int64 // keys with a stored total beyond int64
 	fleet      atomic.Int64 // live daemons on the database (SetFleet); 0: not known
