@@ -211,6 +211,10 @@ func TestSQLDocExamples(t *testing.T) {
 		pipe := rc.Pipeline()
 		for i := 1; i <= 50; i++ {
 			pipe.IncrBy(ctx, fmt.Sprintf("post:%d", i), int64(i))
+			if i == 1 { // an exact set (docs/sql.md, Exact sets), of the same total 2
+				pipe.SAdd(ctx, "post:1:likes", "user:1", "user:2")
+				continue
+			}
 			pipe.IncrBy(ctx, fmt.Sprintf("post:%d:likes", i), int64(2*i))
 		}
 		pipe.PFAdd(ctx, "post:42", "alice", "bob", "carol")

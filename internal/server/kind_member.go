@@ -46,8 +46,12 @@ var setMemberCommands = []*cmdSpec{
 }
 
 func setOpCommand(name string, add bool, summary string) *cmdSpec {
+	keyFlags := []string{"RW", "DELETE"} // as Redis's SREM
+	if add {
+		keyFlags = []string{"RW", "INSERT"}
+	}
 	return &cmdSpec{name: name, arity: -3, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, step: 1,
-		keyFlags: []string{"RW", "INSERT"}, acl: []string{"@write", "@set", "@slow"},
+		keyFlags: keyFlags, acl: []string{"@write", "@set", "@slow"},
 		group: "set", since: "1.0.0", complexity: "O(N) where N is the number of members",
 		summary: summary, run: onServer(setOp(add)), blocking: true, refusal: notInMulti(name)}
 }
