@@ -101,3 +101,50 @@ func setRows(t *testing.T, db *pgtest.DB, key string) int64 {
 	}
 	return n
 }
+
+// A pipeline of SADD and SREM of one member each joins the connection's
+// group and waits for one round's commit together, not one commit per
+// command in turn; each reply is still what the round decided for its
+// operation, in the pipeline's order (a repeat replies 0), under either
+// I/O mode.
+func TestSetsPipelineSharesCommit(t *testing.T) {
+	t.Parallel()
+	for _, io := range []string{"loop", "goroutines"} {
+		t.Run(io, func(t *testing.T) {
+			t.Parallel()
+			db := pgtest.New(t, pgtest.Options{})
+			d := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=1h", "COUNTERD_IO="+io)
+			c := client(t, d.socket)
+			const key, members = "post:5:likes", 8
+			rounds := metric(t, d, "counterd_flushes_total")
+			pipe := c.Pipeline()
+			var want []int64
+			for range 2 { // new, then repeats
+				for m := range members {
+					pipe.SAdd(context.Background(), key, fmt.Sprintf("user:%d", m))
+				}
+			}
+			pipe.SRem(context.Background(), key, "user:0")
+			for i := range 2 * members {
+				want = append(want, int64(1-i/members))
+			}
+			want = append(want, 1)
+			cmds, err := pipe.Exec(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, cmd := range cmds {
+				n, err := cmd.(interface{ Result() (int64, error) }).Result()
+				if err != nil || n != want[i] {
+					t.Fatalf("%v: got %d, %v; want %d", cmd.Args(), n, err, want[i])
+				}
+			}
+			if got := metric(t, d, "counterd_flushes_total") - rounds; got < 1 || got > 3 {
+				t.Fatalf("%d rounds committed for a pipeline of %d set operations; want 1 to 3 (one shared wait)", int(got), len(want))
+			}
+			if got, rows := total(t, db, key), setRows(t, db, key); got != members-1 || rows != members-1 {
+				t.Fatalf("total %d, member rows %d; want %d", got, rows, members-1)
+			}
+		})
+	}
+}

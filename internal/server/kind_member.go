@@ -19,10 +19,12 @@ import (
 // is decided in the round's transaction, against every daemon's
 // commits, and the reply is what that decided (pending.Buffer.Outcome).
 // A reply therefore costs a round's commit (COUNTERD_FLUSH_INTERVAL plus
-// the write; the commit waiter kicks the round, as FLUSH does). Each
-// command runs on its own goroutine and a connection answers in order,
-// so a pipelined client's SADDs wait one round each, in turn: the
-// grouped wait (one round for a pipeline's operations) is not built yet.
+// the write; the commit waiter kicks the round, as FLUSH does). SADD and
+// SREM of one member take the fast path: they join the connection's
+// group, as INCRONCE does, and the group waits for its round's commit
+// once (confirmGroup), so a pipeline's operations share one commit; each
+// reply is its operation's outcome (setOpReply). Several members a
+// command go the slow path, one commit wait per command.
 
 // setMemberCommands are the exact sets' entries of the command table.
 var setMemberCommands = []*cmdSpec{
@@ -53,7 +55,45 @@ func setOpCommand(name string, add bool, summary string) *cmdSpec {
 	return &cmdSpec{name: name, arity: -3, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, step: 1,
 		keyFlags: keyFlags, acl: []string{"@write", "@set", "@slow"},
 		group: "set", since: "1.0.0", complexity: "O(N) where N is the number of members",
-		summary: summary, run: onServer(setOp(add)), blocking: true, refusal: notInMulti(name)}
+		summary: summary, run: onServer(setOp(add)), fast: setOpFast(add), blocking: true, refusal: notInMulti(name),
+		groupKind: change.SetOp, groupReply: (*Server).setOpReply}
+}
+
+// setOpFast adds SADD or SREM key member (one member) to the session's
+// group and marks the group to wait for its round's commit. Anything else
+// (several members, a bad key or member) is left to setOp, which says
+// why.
+func setOpFast(add bool) fastHandler {
+	return func(c *session, spec *cmdSpec, args [][]byte) bool {
+		if len(args) != 3 {
+			return false
+		}
+		key, _, msg := parseSetArgs(args)
+		if msg != "" {
+			return false
+		}
+		c.conn.lastCmd.Store(spec)
+		c.group = append(c.group, change.SetOpChange(key, args[2], nextSetToken(c.s.buf.Now().UnixMicro()), add))
+		c.groupCommit = true
+		return true
+	}
+}
+
+// errNoOutcome is the reply of a set operation whose round committed
+// without reporting its outcome to this daemon.
+const errNoOutcome = "ERR set operation committed but its outcome was not reported (a round retried after its commit); read SISMEMBER"
+
+// setOpReply is the reply of SADD or SREM key member, its group committed
+// (confirmed): what its round decided, 1 or 0.
+func (s *Server) setOpReply(it change.Change, confirmed bool) (int64, string) {
+	if !confirmed {
+		return 0, ""
+	}
+	o, ok := s.buf.Outcome(change.OpID(it))
+	if !ok {
+		return 0, errNoOutcome
+	}
+	return o, ""
 }
 
 // setTokens hands out SetOp tokens: unix microseconds, strictly
@@ -117,7 +157,7 @@ func setOp(add bool) func(s *Server, ctx context.Context, out []byte, args [][]b
 			o, ok := s.buf.Outcome(change.OpID(it))
 			if !ok {
 				s.m.commandErrors.Inc()
-				return resp.AppendError(out, "ERR set operation committed but its outcome was not reported (a round retried after its commit); read SISMEMBER")
+				return resp.AppendError(out, errNoOutcome)
 			}
 			n += o
 		}

@@ -128,7 +128,7 @@ func TestCommandFlags(t *testing.T) {
 		got  string
 		want string
 	}{
-		{"fast path", pick(func(c *cmdSpec) bool { return c.fast != nil }), "incr decr incrby decrby incronce take pfadd"},
+		{"fast path", pick(func(c *cmdSpec) bool { return c.fast != nil }), "incr decr incrby decrby incronce take pfadd sadd srem"},
 		{"blocking", pick(func(c *cmdSpec) bool { return c.blocking }),
 			"incronce get mget count range top flush exec budget take next del set expire pexpire expireat pexpireat ttl pttl persist pfadd pfcount pfmerge sadd srem sismember smismember scard"},
 		{"queued in MULTI", pick(func(c *cmdSpec) bool { return c.multi == multiQueued }),
