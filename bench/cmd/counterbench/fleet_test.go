@@ -215,3 +215,51 @@ func TestFleetPacedShort(t *testing.T) {
 		t.Errorf("bench.md does not say the load was paced:\n%s", md)
 	}
 }
+
+// TestBackendsGoneCountsOwnDatabase checks that a fleet cell waits only
+// for its own database's backends: a connection of the same
+// application_name in another database (another benchmark's fleet on the
+// same server) does not hold it, where it used to wait 30 s and fail the
+// cell; one in its own database does.
+func TestBackendsGoneCountsOwnDatabase(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{NoMigrate: true, MaxConns: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	app := "counterbench-fleet-" + db.Schema
+	connect := func(database string) *pgx.Conn {
+		t.Helper()
+		u := pgtest.URL(t)
+		if database != "" {
+			var err error
+			if u, err = withDatabase(u, database); err != nil {
+				t.Fatal(err)
+			}
+		}
+		u, err := withParam(u, "application_name", app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := pgx.Connect(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(context.Background()) })
+		return c
+	}
+	b := &bench{fleetPool: db.Pool}
+	connect("postgres")
+	if err := b.waitBackendsGone(ctx, []string{app}); err != nil {
+		t.Fatalf("a backend of the same name in another database: %v; want no wait", err)
+	}
+	own := connect("")
+	short, stop := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer stop()
+	if err := b.waitBackendsGone(short, []string{app}); err == nil {
+		t.Fatal("waitBackendsGone returned while a backend of the cell's own database was open")
+	}
+	own.Close(ctx)
+	if err := b.waitBackendsGone(ctx, []string{app}); err != nil {
+		t.Fatalf("after the cell's own backend closed: %v", err)
+	}
+}
