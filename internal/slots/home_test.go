@@ -107,6 +107,9 @@ func TestHomeSlot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A failure before release must not leave the transaction open:
+		// closing the pool would wait for it forever.
+		t.Cleanup(func() { tx.Rollback(context.Background()) }) //nolint:errcheck // a no-op after release
 		for _, s := range slots {
 			if _, err := tx.Exec(ctx, `SELECT 1 FROM counter_slots WHERE key = 'k' AND slot = $1 FOR UPDATE`, s); err != nil {
 				t.Fatal(err)

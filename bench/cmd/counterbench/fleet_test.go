@@ -58,30 +58,7 @@ func TestFleetShares(t *testing.T) {
 // parallel: it starts processes, which TestRunShort's leftover check
 // would see.
 func TestFleetShort(t *testing.T) {
-	db := pgtest.New(t, pgtest.Options{NoMigrate: true, MaxConns: 2})
-	t.Cleanup(func() {
-		q := "DROP DATABASE IF EXISTS " + pgx.Identifier{fleetDatabase(db.Schema)}.Sanitize() + " WITH (FORCE)"
-		if _, err := db.Pool.Exec(context.Background(), q); err != nil {
-			t.Errorf("%s: %v", q, err)
-		}
-	})
-	out := t.TempDir()
-	env := append(shortEnv(t, db, out),
-		"COUNTERBENCH_SECTIONS=fleet",
-		"COUNTERBENCH_FLEET_SIZES=1,2",
-		"COUNTERBENCH_FLEET_REQUESTS=3200",
-		"COUNTERBENCH_FLEET_KEYS=100,10000",
-		"COUNTERBENCH_FLEET_SETTLE=0s",
-	)
-	var stdout, stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := run(ctx, nil, env, &stdout, &stderr); err != nil {
-		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
-	}
-	if left := children(t); len(left) > 0 {
-		t.Errorf("processes left running: %v", left)
-	}
+	out, stderr := runFleetShort(t, "COUNTERBENCH_FLEET_SIZES=1,2", "COUNTERBENCH_FLEET_REQUESTS=3200", "COUNTERBENCH_FLEET_KEYS=100,10000")
 	if !strings.Contains(stderr.String(), "[1/12] fleet counterd ×1 -r 100 -P 1 -n 3200") ||
 		!strings.Contains(stderr.String(), "[12/12] fleet Redis buffer + 1 s worker -r 10000 -P 16 -n 3200") {
 		t.Errorf("progress lines missing from stderr:\n%s", stderr.String())
@@ -157,31 +134,8 @@ func TestFleetShort(t *testing.T) {
 // than it (the pacer's bound, whatever the machine's speed), and the
 // report says the load was paced. Not parallel, as TestFleetShort.
 func TestFleetPacedShort(t *testing.T) {
-	db := pgtest.New(t, pgtest.Options{NoMigrate: true, MaxConns: 2})
-	t.Cleanup(func() {
-		q := "DROP DATABASE IF EXISTS " + pgx.Identifier{fleetDatabase(db.Schema)}.Sanitize() + " WITH (FORCE)"
-		if _, err := db.Pool.Exec(context.Background(), q); err != nil {
-			t.Errorf("%s: %v", q, err)
-		}
-	})
-	out := t.TempDir()
-	env := append(shortEnv(t, db, out),
-		"COUNTERBENCH_SECTIONS=fleet",
-		"COUNTERBENCH_FLEET_SIZES=1,2",
-		"COUNTERBENCH_FLEET_REQUESTS=1600",
-		"COUNTERBENCH_FLEET_KEYS=100",
-		"COUNTERBENCH_FLEET_SETTLE=0s",
-		"COUNTERBENCH_FLEET_RATE=4000",
-	)
-	var stdout, stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := run(ctx, nil, env, &stdout, &stderr); err != nil {
-		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
-	}
-	if left := children(t); len(left) > 0 {
-		t.Errorf("processes left running: %v", left)
-	}
+	out, _ := runFleetShort(t, "COUNTERBENCH_FLEET_SIZES=1,2", "COUNTERBENCH_FLEET_REQUESTS=1600", "COUNTERBENCH_FLEET_KEYS=100",
+		"COUNTERBENCH_FLEET_RATE=4000")
 	rows := readCSV(t, filepath.Join(out, report.CSVFile))
 	if len(rows) != 6 {
 		t.Fatalf("%d rows; want 6", len(rows))
@@ -214,4 +168,81 @@ func TestFleetPacedShort(t *testing.T) {
 	if !bytes.Contains(md, []byte("paced at 4,000 increments a second")) || !bytes.Contains(md, []byte("paced at 4,000 a second in all")) {
 		t.Errorf("bench.md does not say the load was paced:\n%s", md)
 	}
+}
+
+// TestBackendsGoneCountsOwnDatabase checks that a fleet cell waits only
+// for its own database's backends: a connection of the same
+// application_name in another database (another benchmark's fleet on the
+// same server) does not hold it, where it used to wait 30 s and fail the
+// cell; one in its own database does.
+func TestBackendsGoneCountsOwnDatabase(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{NoMigrate: true, MaxConns: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	app := "counterbench-fleet-" + db.Schema
+	connect := func(database string) *pgx.Conn {
+		t.Helper()
+		u := pgtest.URL(t)
+		if database != "" {
+			var err error
+			if u, err = withDatabase(u, database); err != nil {
+				t.Fatal(err)
+			}
+		}
+		u, err := withParam(u, "application_name", app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := pgx.Connect(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(context.Background()) })
+		return c
+	}
+	b := &bench{fleetPool: db.Pool}
+	connect("postgres")
+	if err := b.waitBackendsGone(ctx, []string{app}); err != nil {
+		t.Fatalf("a backend of the same name in another database: %v; want no wait", err)
+	}
+	own := connect("")
+	short, stop := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer stop()
+	if err := b.waitBackendsGone(short, []string{app}); err == nil {
+		t.Fatal("waitBackendsGone returned while a backend of the cell's own database was open")
+	}
+	own.Close(ctx)
+	if err := b.waitBackendsGone(ctx, []string{app}); err != nil {
+		t.Fatalf("after the cell's own backend closed: %v", err)
+	}
+}
+
+// runFleetShort runs the fleet section alone with settings (and no
+// statistics settle) into a directory it returns with the run's stderr,
+// dropping the section's database afterwards, and checks the run left no
+// process behind.
+func runFleetShort(t *testing.T, settings ...string) (out string, stderr *bytes.Buffer) {
+	t.Helper()
+	db := pgtest.New(t, pgtest.Options{NoMigrate: true, MaxConns: 2})
+	t.Cleanup(func() {
+		q := "DROP DATABASE IF EXISTS " + pgx.Identifier{fleetDatabase(db.Schema)}.Sanitize() + " WITH (FORCE)"
+		if _, err := db.Pool.Exec(context.Background(), q); err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+	})
+	out = t.TempDir()
+	env := append(shortEnv(t, db, out), "COUNTERBENCH_SECTIONS=fleet", "COUNTERBENCH_FLEET_SETTLE=0s")
+	env = append(env, settings...)
+	var stdout bytes.Buffer
+	stderr = new(bytes.Buffer)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := run(ctx, nil, env, &stdout, stderr); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if left := children(t); len(left) > 0 {
+		t.Errorf("processes left running: %v", left)
+	}
+	return out, stderr
 }
