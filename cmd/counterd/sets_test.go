@@ -148,3 +148,36 @@ func TestSetsPipelineSharesCommit(t *testing.T) {
 		})
 	}
 }
+
+// DEL of a set empties it: its members and its cardinality go together,
+// and a member added after the DEL is new again. SET of a set key makes
+// it a counter of that value, with no members.
+func TestSetsDel(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=1h")
+	c := client(t, d.socket)
+	const key = "post:7:likes"
+	f := func(want string, args ...any) {
+		t.Helper()
+		if got := reply(t, c, args...); got != want {
+			t.Fatalf("%v: got %s; want %s", args, got, want)
+		}
+	}
+	f("3", "SADD", key, "user:1", "user:2", "user:3")
+	f("1", "DEL", key)
+	f("0", "SCARD", key)
+	f("OK", "FLUSH")
+	f("0", "SISMEMBER", key, "user:1")
+	if got, rows := total(t, db, key), setRows(t, db, key); got != 0 || rows != 0 {
+		t.Fatalf("after DEL: total %d, member rows %d; want 0, 0", got, rows)
+	}
+	f("1", "SADD", key, "user:1")
+	f("1", "SCARD", key)
+	f("OK", "SET", key, "7")
+	f("OK", "FLUSH")
+	f("0", "SISMEMBER", key, "user:1")
+	if got, rows := total(t, db, key), setRows(t, db, key); got != 7 || rows != 0 {
+		t.Fatalf("after SET: total %d, member rows %d; want 7, 0", got, rows)
+	}
+}

@@ -73,12 +73,21 @@ func SetOpChange(key string, member []byte, tok int64, add bool) Change {
 	return Change{Key: string(b), Kind: SetOp, Bucket: tok, Delta: d}
 }
 
+// SetClearChange returns the change that empties key's set (DEL or SET
+// of key) with token tok: the key's operations accepted before it are
+// undone by it, those after it apply to the empty set. It is a SetOp of
+// no member.
+func SetClearChange(key string, tok int64) Change {
+	return SetOpChange(key, nil, tok, false)
+}
+
 // Op is a SetOp change's fields, decoded.
 type Op struct {
 	Key    string
 	Member string
 	Token  int64
 	Add    bool
+	Clear  bool // SetClearChange's: no Member
 }
 
 // SetOpOf decodes a SetOp change; it says what is wrong with one whose
@@ -95,7 +104,10 @@ func decodeSetOp(packed string) (Op, error) {
 	}
 	n := int(binary.BigEndian.Uint16([]byte(packed[len(packed)-memberLenLen:])))
 	cut := len(packed) - memberLenLen - n
-	if n == 0 || n > MaxMemberLen || cut <= 0 {
+	if n == 0 && cut > 0 {
+		return Op{Key: packed[:cut], Clear: true}, nil
+	}
+	if n > MaxMemberLen || cut <= 0 {
 		return Op{}, fmt.Errorf("set op: key %q does not hold a key and a member of 1..%d bytes", packed, MaxMemberLen)
 	}
 	return Op{Key: packed[:cut], Member: packed[cut : len(packed)-memberLenLen]}, nil

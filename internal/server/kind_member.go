@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/counterd/counterd/internal/change"
 	"github.com/counterd/counterd/internal/resp"
@@ -109,6 +110,13 @@ func nextSetToken(now int64) int64 {
 			return t
 		}
 	}
+}
+
+// clearMembers is the change a DEL or SET of key adds to its Set: it
+// empties key's exact set, after the key's set operations accepted
+// before it (change.SetClearChange).
+func clearMembers(key string, now time.Time) change.Change {
+	return change.SetClearChange(key, nextSetToken(now.UnixMicro()))
 }
 
 // parseSetArgs checks a set command's key and members.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -30,9 +31,11 @@ import (
 //     Result.Outcomes, by change.OpID: they are the commands' replies.
 //  3. saveMembers stamps the members added and deletes the rows that end
 //     up no member, and each key's cardinality moves by what it really
-//     gained or lost, into its slot rows with the totals' own statement
-//     (kind_total.go, as INCRONCE's counted views), so GET,
-//     counter_totals and targets read it like any counter.
+//     gained or lost (addDecided, kind_total.go, as INCRONCE's counted
+//     views): into its slot rows, so GET, counter_totals and targets
+//     read it like any counter; into its buckets at each operation's
+//     accept time where COUNTERD_WINDOWS covers the key (likes per day:
+//     the day's adds less its removes); and its COUNTERD_KEY_TTL moves.
 //
 // A round's operations are taken in pieces of at most the statement
 // bound, in the same sorted order, a member's operations in one piece
@@ -66,29 +69,76 @@ type memberRow struct {
 }
 
 func writeMembers(ctx context.Context, r *Round, cs []change.Change) error {
-	ops := make([]change.Op, len(cs))
+	ops := make([]change.Op, 0, len(cs))
 	ids := make(map[change.Op]string, len(cs))
-	for i, c := range cs {
-		var err error
-		if ops[i], err = change.SetOpOf(c); err != nil {
+	clears := make(map[string]int64) // key: token of its last clear
+	for _, c := range cs {
+		op, err := change.SetOpOf(c)
+		if err != nil {
 			return err
 		}
-		ids[ops[i]] = change.OpID(c)
+		if op.Clear {
+			clears[op.Key] = max(clears[op.Key], op.Token)
+			continue
+		}
+		ops = append(ops, op)
+		ids[op] = change.OpID(c)
 	}
 	slices.SortFunc(ops, func(a, b change.Op) int {
 		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Member, b.Member), cmp.Compare(a.Token, b.Token))
 	})
+	if len(clears) == 0 {
+		return decideOps(ctx, r, ops, ids, nil)
+	}
+	// A key's operations accepted before its clear are decided (their
+	// replies) but written nowhere: the clear, after them, deletes every
+	// member row of the key, and its SET or DEL (the Set writer, earlier
+	// in this transaction) replaced its total. Those after the clear
+	// apply to the empty set.
+	var before, after []change.Op
+	for _, o := range ops {
+		if t, ok := clears[o.Key]; ok && o.Token > t {
+			after = append(after, o)
+		} else {
+			before = append(before, o)
+		}
+	}
+	if err := decideOps(ctx, r, before, ids, clears); err != nil {
+		return err
+	}
+	keys := slices.Sorted(maps.Keys(clears))
+	if _, err := r.Tx.Exec(ctx, clearMembersSQL, keys); err != nil {
+		return fmt.Errorf("clear sets: %w", err)
+	}
+	return decideOps(ctx, r, after, ids, nil)
+}
+
+// clearMembersSQL deletes every member row of the keys of $1: a DEL or
+// SET of them. The Set writer took their key locks (keyLock) earlier in
+// the transaction, so no round of another daemon adds to them meanwhile.
+const clearMembersSQL = `DELETE FROM counter_set_members WHERE key = ANY($1::text[])`
+
+// decideOps decides ops (sorted) in pieces of at most the statement
+// bound, a member's operations in one piece where they fit: their rows
+// locked, their outcomes recorded, the rows saved and the cardinality
+// moved, except for keys of void, whose operations are only decided.
+func decideOps(ctx context.Context, r *Round, ops []change.Op, ids map[change.Op]string, void map[string]int64) error {
 	same := func(i int) bool { return ops[i].Key == ops[i-1].Key && ops[i].Member == ops[i-1].Member }
 	return pieces(len(ops), r.store.rows, same, func(lo, hi int) error {
 		rows, err := lockMembers(ctx, r.Tx, ops[lo:hi])
 		if err != nil {
 			return err
 		}
-		applyOps(r, ops[lo:hi], rows, ids)
+		ds := applyOps(r, ops[lo:hi], rows, ids)
+		if len(void) > 0 {
+			isVoid := func(key string) bool { _, ok := void[key]; return ok }
+			rows = slices.DeleteFunc(rows, func(m memberRow) bool { return isVoid(m.key) })
+			ds = slices.DeleteFunc(ds, func(d decided) bool { return isVoid(d.key) })
+		}
 		if err := saveMembers(ctx, r.Tx, rows); err != nil {
 			return err
 		}
-		return addCardinality(ctx, r, rows)
+		return addDecided(ctx, r, ds, "set cardinality")
 	})
 }
 
@@ -126,19 +176,29 @@ func lockMembers(ctx context.Context, tx pgx.Tx, ops []change.Op) ([]memberRow, 
 	return out, nil
 }
 
-// lockMembersSQL upserts the row of each (key, member) in order,
-// returning whether it was a member; the no-op update locks an existing
-// row and makes RETURNING show it.
+// lockMembersSQL takes its keys' set locks, shared (keyLockShared), then
+// upserts the row of each (key, member) in order, returning whether it
+// was a member; the no-op update locks an existing row and makes
+// RETURNING show it.
 const lockMembersSQL = `
+WITH keylock AS (
+    SELECT count(*) AS n FROM (
+        SELECT ` + keyLockShared + ` FROM unnest($1::text[]) WITH ORDINALITY AS u(k, ord)
+    ) AS l
+)
 INSERT INTO counter_set_members AS s (key, member)
 SELECT k, m FROM unnest($1::text[], $2::bytea[]) WITH ORDINALITY AS p(k, m, ord)
+WHERE (SELECT n FROM keylock) >= 0
 ORDER BY ord
 ON CONFLICT (key, member) DO UPDATE SET added_at = s.added_at
 RETURNING s.key, s.member, s.added_at IS NOT NULL`
 
-// applyOps applies ops (sorted) to rows (their members, sorted) and
-// records each operation's outcome.
-func applyOps(r *Round, ops []change.Op, rows []memberRow, ids map[change.Op]string) {
+// applyOps applies ops (sorted) to rows (their members, sorted), records
+// each operation's outcome, and returns the changes of the keys'
+// cardinality: +1 at the accept time of an operation that added a
+// member, -1 at one that removed one.
+func applyOps(r *Round, ops []change.Op, rows []memberRow, ids map[change.Op]string) []decided {
+	var ds []decided
 	if r.Result.Outcomes == nil {
 		r.Result.Outcomes = make(map[string]int64, len(ops))
 	}
@@ -151,13 +211,16 @@ func applyOps(r *Round, ops []change.Op, rows []memberRow, ids map[change.Op]str
 		var out int64
 		if o.Add != m.is {
 			out = 1
+			d := int64(-1)
 			if o.Add {
-				m.addedAt = time.UnixMicro(o.Token)
+				m.addedAt, d = time.UnixMicro(o.Token), 1
 			}
+			ds = append(ds, decided{key: o.Key, at: o.Token, delta: d})
 		}
 		m.is = o.Add
 		r.Result.Outcomes[ids[o]] = out
 	}
+	return ds
 }
 
 // saveMembers stamps the members the round added and deletes the rows
@@ -197,42 +260,3 @@ const deleteMembersSQL = `
 DELETE FROM counter_set_members s
 USING unnest($1::text[], $2::bytea[]) AS u(k, m)
 WHERE s.key = u.k AND s.member = u.m`
-
-// addCardinality moves each key's total by the members the round really
-// added less those it removed, with the totals' written CTE, as a
-// statement of its own (onceTotals).
-func addCardinality(ctx context.Context, r *Round, rows []memberRow) error {
-	var totals []change.Change
-	for i, m := range rows {
-		d := int64(0)
-		switch {
-		case m.is && !m.was:
-			d = 1
-		case m.was && !m.is:
-			d = -1
-		}
-		if i == 0 || m.key != rows[i-1].key {
-			totals = append(totals, change.Change{Key: m.key, Kind: change.Total})
-		}
-		totals[len(totals)-1].Delta += d
-	}
-	totals = slices.DeleteFunc(totals, func(c change.Change) bool { return c.Delta == 0 })
-	if len(totals) == 0 {
-		return nil
-	}
-	b := newBatchArrays(len(totals))
-	for _, c := range totals {
-		b.add(c, r.store.fallbackSlot())
-	}
-	expiring, err := r.store.anyExpiry(ctx)
-	if err != nil {
-		return err
-	}
-	var u, i int
-	err = r.Tx.QueryRow(ctx, onceTotals(expiring, false), nil, b.keys, b.deltas, b.vars, b.fallback, b.lanes, r.store.home).Scan(&u, &i)
-	if err != nil {
-		return fmt.Errorf("add set cardinality: %w", err)
-	}
-	r.Result.Updated, r.Result.Inserted = r.Result.Updated+u, r.Result.Inserted+i
-	return nil
-}
