@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -179,5 +180,119 @@ func TestSetsDel(t *testing.T) {
 	f("0", "SISMEMBER", key, "user:1")
 	if got, rows := total(t, db, key), setRows(t, db, key); got != 7 || rows != 0 {
 		t.Fatalf("after SET: total %d, member rows %d; want 7, 0", got, rows)
+	}
+}
+
+// SMEMBERS lists a set as stored, in byte order; SSCAN iterates it with
+// this daemon's cursors, COUNT members a call, filtered by MATCH, each
+// member once; a cursor this daemon did not return is an error.
+func TestSetsMembersAndScan(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=1h")
+	c := client(t, d.socket)
+	ctx := context.Background()
+	const key = "post:8:likes"
+	var want []string
+	for i := range 25 {
+		m := fmt.Sprintf("user:%02d", i)
+		want = append(want, m)
+		if err := c.SAdd(ctx, key, m).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := c.SMembers(ctx, key).Result()
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("SMEMBERS: %v, %v; want %v", got, err, want)
+	}
+	if got, err := c.SMembers(ctx, "post:none").Result(); err != nil || len(got) != 0 {
+		t.Fatalf("SMEMBERS of no set: %v, %v; want empty", got, err)
+	}
+	var seen []string
+	cursor, calls := uint64(0), 0
+	for {
+		page, next, err := c.SScan(ctx, key, cursor, "", 7).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen, cursor, calls = append(seen, page...), next, calls+1
+		if cursor == 0 || calls > 10 {
+			break
+		}
+	}
+	if fmt.Sprint(seen) != fmt.Sprint(want) || calls != 4 {
+		t.Fatalf("SSCAN COUNT 7: %v in %d calls; want %v in 4", seen, calls, want)
+	}
+	page, next, err := c.SScan(ctx, key, 0, "user:1?", 100).Result()
+	if err != nil || next != 0 || len(page) != 10 || page[0] != "user:10" {
+		t.Fatalf("SSCAN MATCH user:1?: %v, cursor %d, %v; want user:10..19, cursor 0", page, next, err)
+	}
+	if err := c.SScan(ctx, key, 12345, "", 10).Err(); err == nil || !strings.Contains(err.Error(), "invalid cursor") {
+		t.Fatalf("SSCAN of an unknown cursor: %v; want invalid cursor", err)
+	}
+}
+
+// A set holds at most 1,000,000 members: an SADD of a new member to a
+// full set is refused with an error saying so, and adds nothing; an SREM
+// makes room again.
+func TestSetsFull(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=1h")
+	c := client(t, d.socket)
+	const key = "post:9:likes"
+	// The cardinality is the key's total: 999,998 members stand in for
+	// the rest, as rows the test writes itself.
+	if _, err := db.Pool.Exec(context.Background(), `INSERT INTO counter_slots (key, slot, count) VALUES ($1, 0, 999998)`, key); err != nil {
+		t.Fatal(err)
+	}
+	f := func(want string, args ...any) {
+		t.Helper()
+		v, err := c.Do(context.Background(), args...).Result()
+		got := fmt.Sprint(v)
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.Contains(got, want) {
+			t.Fatalf("%v: got %s; want %s", args, got, want)
+		}
+	}
+	f("1", "SADD", key, "user:1")
+	f("set is full: it holds 1000000 members, the most a set holds; 1 members were not added, 1 were", "SADD", key, "user:2", "user:3")
+	f("set is full", "SADD", key, "user:4")
+	f("0", "SADD", key, "user:1")
+	f("1000000", "SCARD", key)
+	f("1", "SREM", key, "user:2")
+	f("1", "SADD", key, "user:4")
+	f("0", "SISMEMBER", key, "user:3")
+	if got := setRows(t, db, key); got != 2 {
+		t.Fatalf("%d member rows; want 2 (user:1, user:4)", got)
+	}
+}
+
+// A set's cardinality is counted in its key's windows too, at each
+// operation's accept time: the day's adds less its removes.
+func TestSetsWindows(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db, "COUNTERD_WINDOWS=likes:*=hour:2d", "COUNTERD_FLUSH_INTERVAL=1h")
+	c := client(t, d.socket)
+	const key = "likes:post:3"
+	if got := reply(t, c, "SADD", key, "a", "b", "c"); got != "3" {
+		t.Fatalf("SADD: %s", got)
+	}
+	if got := reply(t, c, "SREM", key, "a", "z"); got != "1" {
+		t.Fatalf("SREM: %s", got)
+	}
+	if got := reply(t, c, "COUNT", key, "SINCE", "2h"); !strings.HasPrefix(got, "[2 ") {
+		t.Fatalf("COUNT SINCE 2h: %s; want 2", got)
+	}
+	var buckets int64
+	if err := db.Pool.QueryRow(context.Background(),
+		`SELECT coalesce(sum(count), 0) FROM counter_bucket_slots WHERE key = $1`, key).Scan(&buckets); err != nil {
+		t.Fatal(err)
+	}
+	if buckets != 2 {
+		t.Fatalf("bucket rows sum to %d; want 2", buckets)
 	}
 }

@@ -31,6 +31,13 @@ const SetOp Kind = 13
 // device), journaled and stored whole.
 const MaxMemberLen = 512
 
+// MaxSetMembers bounds a set's cardinality: an SADD of a new member to
+// a set holding this many is refused (its outcome Refused).
+const MaxSetMembers = 1_000_000
+
+// Refused is the outcome of an SADD refused by MaxSetMembers.
+const Refused = -1
+
 // memberLenLen is the bytes of the member's length at the end of Key.
 const memberLenLen = 2
 

@@ -20,6 +20,7 @@ type Part interface {
 	store.Store
 	ReadMembers(ctx context.Context, k change.Kind, keys []string) ([][]byte, error)
 	ReadBucketMembers(ctx context.Context, w change.Kind, keys []string, from, to int64) ([][]byte, error)
+	SetMembers(ctx context.Context, key string, after []byte, n int) ([][]byte, error)
 }
 
 // Store is a store.Store over a cluster's partitions: every change and
@@ -345,6 +346,11 @@ func pick(keys []string, idx []int) []string {
 // ReadBuckets reads key's buckets on its partition.
 func (s *Store) ReadBuckets(ctx context.Context, key string, k change.Kind, from, to int64, ids []store.Identity) (store.BucketSnapshot, error) {
 	return s.parts[s.partOf(key)].ReadBuckets(ctx, key, k, from, to, ids)
+}
+
+// SetMembers lists key's exact set from its partition (slots.Store's).
+func (s *Store) SetMembers(ctx context.Context, key string, after []byte, n int) ([][]byte, error) {
+	return s.parts[s.partOf(key)].SetMembers(ctx, key, after, n)
 }
 
 // ReadTop ranks the top n of every partition at once and keeps the n

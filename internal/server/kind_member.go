@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,6 +50,182 @@ var setMemberCommands = []*cmdSpec{
 		group: "set", since: "1.0.0", complexity: "O(1)",
 		summary: "Returns the exact set's cardinality: the key's total, as GET reads it.",
 		run:     onServer((*Server).scard), blocking: true, refusal: notInMulti("scard")},
+	{name: "smembers", arity: 2, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RO"}, acl: []string{"@read", "@set", "@slow"},
+		group: "set", since: "1.0.0", complexity: "O(N) where N is the set cardinality",
+		summary: "Returns the members of the exact set as stored, in byte order; refused for a set of more than 10,000 members (use SSCAN).",
+		run:     (*session).smembers, blocking: true, refusal: notInMulti("smembers")},
+	{name: "sscan", arity: -3, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, step: 1,
+		keyFlags: []string{"RO"}, acl: []string{"@read", "@set", "@slow"},
+		group: "set", since: "2.8.0", complexity: "O(1) for every call. O(N) for a complete iteration.",
+		summary: "Iterates the members of the exact set as stored, in byte order: COUNT members a call (at most 10,000), filtered by MATCH.",
+		run:     (*session).sscan, blocking: true, refusal: notInMulti("sscan")},
+}
+
+// maxSMembers is the most members SMEMBERS replies; a larger set is
+// listed with SSCAN (or counter_set_members_of's cursor in SQL).
+const maxSMembers = 10_000
+
+// smembers answers SMEMBERS key from the stored set.
+func (c *session) smembers(ctx context.Context, args [][]byte) error {
+	s := c.s
+	if err := checkKey(args[1]); err != nil {
+		s.m.commandErrors.Inc()
+		c.out = resp.AppendError(c.out, err.Error())
+		return nil
+	}
+	members, msg := s.listMembers(ctx, string(args[1]), nil, maxSMembers+1)
+	switch {
+	case msg != "":
+		c.out = resp.AppendError(c.out, msg)
+	case len(members) > maxSMembers:
+		s.m.commandErrors.Inc()
+		c.out = resp.AppendError(c.out, fmt.Sprintf("ERR set has more than %d members: list it with SSCAN", maxSMembers))
+	default:
+		c.out = appendMembers(c.out, c.conn.resp3, members)
+	}
+	return nil
+}
+
+// appendMembers appends members as a set (RESP3) or an array.
+func appendMembers(out []byte, resp3 bool, members [][]byte) []byte {
+	if resp3 {
+		out = resp.AppendSetHeader(out, len(members))
+	} else {
+		out = resp.AppendArrayHeader(out, len(members))
+	}
+	for _, m := range members {
+		out = resp.AppendBulk(out, m)
+	}
+	return out
+}
+
+// listMembers lists up to n members of key after after, or says why not.
+func (s *Server) listMembers(ctx context.Context, key string, after []byte, n int) ([][]byte, string) {
+	if s.opts.SetMembers == nil {
+		s.m.commandErrors.Inc()
+		return nil, "ERR this daemon's store does not list set members"
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	members, err := s.opts.SetMembers(ctx, key, after, n)
+	if err != nil {
+		s.m.commandErrors.Inc()
+		return nil, "ERR read set members: " + err.Error()
+	}
+	return members, ""
+}
+
+// sscan answers SSCAN key cursor [MATCH pattern] [COUNT n]. A cursor
+// names the last member a call replied (s.cursors): it is this daemon's,
+// kept for the last maxCursors calls that returned one; an unknown one is
+// an error. Members are in byte order, so a member in the set for the
+// whole iteration is returned exactly once, as Redis promises, and one
+// added or removed meanwhile may or may not be.
+func (c *session) sscan(ctx context.Context, args [][]byte) error {
+	s := c.s
+	fail := func(msg string) error {
+		s.m.commandErrors.Inc()
+		c.out = resp.AppendError(c.out, msg)
+		return nil
+	}
+	if err := checkKey(args[1]); err != nil {
+		return fail(err.Error())
+	}
+	key := string(args[1])
+	cur, ok := resp.ParseInt(args[2])
+	if !ok || cur < 0 {
+		return fail("ERR invalid cursor")
+	}
+	count, pattern := int64(10), ""
+	for i := 3; i < len(args); i += 2 {
+		if i+1 == len(args) {
+			return fail("ERR syntax error")
+		}
+		switch strings.ToUpper(string(args[i])) {
+		case "COUNT":
+			if count, ok = resp.ParseInt(args[i+1]); !ok || count < 1 {
+				return fail("ERR value is out of range, must be positive")
+			}
+			count = min(count, maxSMembers)
+		case "MATCH":
+			pattern = string(args[i+1])
+		default:
+			return fail("ERR syntax error")
+		}
+	}
+	var after []byte
+	if cur != 0 {
+		if after, ok = s.cursors.take(key, uint64(cur)); !ok {
+			return fail("ERR invalid cursor: SSCAN cursors are kept by the daemon that returned them, for its last 10000 scans")
+		}
+	}
+	members, msg := s.listMembers(ctx, key, after, int(count))
+	if msg != "" {
+		c.out = resp.AppendError(c.out, msg)
+		return nil
+	}
+	next := uint64(0)
+	if len(members) == int(count) {
+		next = s.cursors.put(key, members[len(members)-1])
+	}
+	if pattern != "" {
+		members = slices.DeleteFunc(members, func(m []byte) bool { return !globMatch(pattern, string(m)) })
+	}
+	c.out = resp.AppendArrayHeader(c.out, 2)
+	c.out = resp.AppendBulkString(c.out, strconv.FormatUint(next, 10))
+	c.out = resp.AppendArrayHeader(c.out, len(members))
+	for _, m := range members {
+		c.out = resp.AppendBulk(c.out, m)
+	}
+	return nil
+}
+
+// maxCursors is how many SSCAN cursors a daemon keeps.
+const maxCursors = 10_000
+
+// scanCursors keeps where SSCAN iterations are: a cursor (never 0) names
+// a key and the last member replied. The oldest goes when a new one
+// would exceed maxCursors.
+type scanCursors struct {
+	mu    sync.Mutex
+	next  uint64
+	at    map[uint64]scanCursor
+	order []uint64 // by age, oldest first; may hold taken cursors
+}
+
+type scanCursor struct {
+	key   string
+	after []byte
+}
+
+// put keeps a cursor after member of key, and returns it.
+func (sc *scanCursors) put(key string, member []byte) uint64 {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.at == nil {
+		sc.at = make(map[uint64]scanCursor)
+	}
+	for len(sc.at) >= maxCursors || len(sc.order) >= 2*maxCursors {
+		delete(sc.at, sc.order[0])
+		sc.order = sc.order[1:]
+	}
+	sc.next++
+	sc.at[sc.next] = scanCursor{key: key, after: slices.Clone(member)}
+	sc.order = append(sc.order, sc.next)
+	return sc.next
+}
+
+// take returns, and forgets, where cursor id of key is.
+func (sc *scanCursors) take(key string, id uint64) ([]byte, bool) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	cur, ok := sc.at[id]
+	if !ok || cur.key != key {
+		return nil, false
+	}
+	delete(sc.at, id)
+	return cur.after, true
 }
 
 func setOpCommand(name string, add bool, summary string) *cmdSpec {
@@ -91,11 +271,17 @@ func (s *Server) setOpReply(it change.Change, confirmed bool) (int64, string) {
 		return 0, ""
 	}
 	o, ok := s.buf.Outcome(change.OpID(it))
-	if !ok {
+	switch {
+	case !ok:
 		return 0, errNoOutcome
+	case o == change.Refused:
+		return 0, errSetFull
 	}
 	return o, ""
 }
+
+// errSetFull is the reply of an SADD a full set refused.
+var errSetFull = fmt.Sprintf("ERR set is full: it holds %d members, the most a set holds; the member was not added", change.MaxSetMembers)
 
 // setTokens hands out SetOp tokens: unix microseconds, strictly
 // increasing across every server of the process, so a daemon's
@@ -160,14 +346,22 @@ func setOp(add bool) func(s *Server, ctx context.Context, out []byte, args [][]b
 			s.m.commandErrors.Inc()
 			return resp.AppendError(out, fmt.Sprintf("TIMEOUT set operation journaled but not committed within %s (%v); it will be applied when the database answers, and its reply is lost: read SISMEMBER", s.opts.Timeout, err))
 		}
-		var n int64
+		var n, refused int64
 		for _, it := range items {
 			o, ok := s.buf.Outcome(change.OpID(it))
-			if !ok {
+			switch {
+			case !ok:
 				s.m.commandErrors.Inc()
 				return resp.AppendError(out, errNoOutcome)
+			case o == change.Refused:
+				refused++
+			default:
+				n += o
 			}
-			n += o
+		}
+		if refused > 0 {
+			s.m.commandErrors.Inc()
+			return resp.AppendError(out, fmt.Sprintf("ERR set is full: it holds %d members, the most a set holds; %d members were not added, %d were", change.MaxSetMembers, refused, n))
 		}
 		return resp.AppendInt(out, n)
 	}

@@ -129,7 +129,11 @@ func decideOps(ctx context.Context, r *Round, ops []change.Op, ids map[change.Op
 		if err != nil {
 			return err
 		}
-		ds := applyOps(r, ops[lo:hi], rows, ids)
+		cards, err := readCards(ctx, r.Tx, ops[lo:hi])
+		if err != nil {
+			return err
+		}
+		ds := applyOps(r, ops[lo:hi], rows, ids, cards)
 		if len(void) > 0 {
 			isVoid := func(key string) bool { _, ok := void[key]; return ok }
 			rows = slices.DeleteFunc(rows, func(m memberRow) bool { return isVoid(m.key) })
@@ -196,12 +200,14 @@ RETURNING s.key, s.member, s.added_at IS NOT NULL`
 // applyOps applies ops (sorted) to rows (their members, sorted), records
 // each operation's outcome, and returns the changes of the keys'
 // cardinality: +1 at the accept time of an operation that added a
-// member, -1 at one that removed one.
-func applyOps(r *Round, ops []change.Op, rows []memberRow, ids map[change.Op]string) []decided {
-	var ds []decided
+// member, -1 at one that removed one. An SADD of a new member to a key
+// whose cardinality (cards, moved as ops apply) is at
+// change.MaxSetMembers is refused: outcome change.Refused, no change.
+func applyOps(r *Round, ops []change.Op, rows []memberRow, ids map[change.Op]string, cards map[string]int64) []decided {
 	if r.Result.Outcomes == nil {
 		r.Result.Outcomes = make(map[string]int64, len(ops))
 	}
+	var ds []decided
 	j := -1
 	for i, o := range ops {
 		if i == 0 || !(o.Key == ops[i-1].Key && o.Member == ops[i-1].Member) {
@@ -209,19 +215,59 @@ func applyOps(r *Round, ops []change.Op, rows []memberRow, ids map[change.Op]str
 		}
 		m := &rows[j]
 		var out int64
-		if o.Add != m.is {
+		switch {
+		case o.Add == m.is:
+		case o.Add && cards[o.Key] >= change.MaxSetMembers:
+			r.Result.Outcomes[ids[o]] = change.Refused
+			continue
+		case o.Add:
+			m.addedAt, out = time.UnixMicro(o.Token), 1
+			cards[o.Key]++
+			ds = append(ds, decided{key: o.Key, at: o.Token, delta: 1})
+		default:
 			out = 1
-			d := int64(-1)
-			if o.Add {
-				m.addedAt, d = time.UnixMicro(o.Token), 1
-			}
-			ds = append(ds, decided{key: o.Key, at: o.Token, delta: d})
+			cards[o.Key]--
+			ds = append(ds, decided{key: o.Key, at: o.Token, delta: -1})
 		}
 		m.is = o.Add
 		r.Result.Outcomes[ids[o]] = out
 	}
 	return ds
 }
+
+// readCards reads the cardinality (the total) of each key ops add to,
+// as the round's transaction sees it: what committed, and what earlier
+// pieces of the round added. Other daemons' rounds deciding the same key
+// meanwhile are not seen, so a set can pass change.MaxSetMembers by what
+// they add at the same moment.
+func readCards(ctx context.Context, tx pgx.Tx, ops []change.Op) (map[string]int64, error) {
+	var keys []string
+	for _, o := range ops {
+		if o.Add && (len(keys) == 0 || keys[len(keys)-1] != o.Key) {
+			keys = append(keys, o.Key)
+		}
+	}
+	cards := make(map[string]int64, len(keys))
+	if len(keys) == 0 {
+		return cards, nil
+	}
+	rows, err := tx.Query(ctx, readCardsSQL, keys)
+	if err != nil {
+		return nil, fmt.Errorf("read set cardinality: %w", err)
+	}
+	var k string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&k, &n}, func() error { cards[k] = n; return nil })
+	if err != nil {
+		return nil, fmt.Errorf("read set cardinality: %w", err)
+	}
+	return cards, nil
+}
+
+const readCardsSQL = `
+SELECT u.k, least((SELECT coalesce(sum(c.total), 0) FROM counters c WHERE c.key = u.k)
+              + (SELECT coalesce(sum(s.count), 0) FROM counter_slots s WHERE s.key = u.k), 9223372036854775807)::bigint
+FROM unnest($1::text[]) AS u(k)`
 
 // saveMembers stamps the members the round added and deletes the rows
 // that are no member now (removed, or created by lockMembers for an
@@ -260,3 +306,17 @@ const deleteMembersSQL = `
 DELETE FROM counter_set_members s
 USING unnest($1::text[], $2::bytea[]) AS u(k, m)
 WHERE s.key = u.k AND s.member = u.m`
+
+// SetMembers lists up to n members of key's exact set, in byte order,
+// after the member after (nil: from the first): SMEMBERS and SSCAN.
+func (s *Store) SetMembers(ctx context.Context, key string, after []byte, n int) ([][]byte, error) {
+	rows, err := s.pool.Query(ctx, `SELECT member FROM counter_set_members_of($1, $2, $3)`, key, n, after)
+	if err != nil {
+		return nil, fmt.Errorf("list set members: %w", err)
+	}
+	members, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, fmt.Errorf("list set members: %w", err)
+	}
+	return members, nil
+}
