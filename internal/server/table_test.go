@@ -130,7 +130,7 @@ func TestCommandFlags(t *testing.T) {
 	}{
 		{"fast path", pick(func(c *cmdSpec) bool { return c.fast != nil }), "incr decr incrby decrby incronce take pfadd sadd srem"},
 		{"blocking", pick(func(c *cmdSpec) bool { return c.blocking }),
-			"incronce get mget count range top flush exec budget take next del set expire pexpire expireat pexpireat ttl pttl persist pfadd pfcount pfmerge sadd srem sismember smismember scard"},
+			"incronce get mget count range top flush exec budget take next del set expire pexpire expireat pexpireat ttl pttl persist pfadd pfcount pfmerge sadd srem sismember smismember scard smembers sscan"},
 		{"queued in MULTI", pick(func(c *cmdSpec) bool { return c.multi == multiQueued }),
 			"incr decr incrby decrby get mget count hot ping unwatch del set"},
 		// Of those, only these wait (at EXEC, which waits for them).
@@ -229,6 +229,8 @@ var multiRefusals = map[string]string{
 	"sismember":  "ERR SISMEMBER is not supported inside MULTI: send it outside the transaction",
 	"smismember": "ERR SMISMEMBER is not supported inside MULTI: send it outside the transaction",
 	"scard":      "ERR SCARD is not supported inside MULTI: send it outside the transaction",
+	"smembers":   "ERR SMEMBERS is not supported inside MULTI: send it outside the transaction",
+	"sscan":      "ERR SSCAN is not supported inside MULTI: send it outside the transaction",
 	"echo":       "ERR Command not allowed inside a transaction",
 	"hello":      "ERR Command not allowed inside a transaction",
 	"auth":       "ERR Command not allowed inside a transaction",
