@@ -21,12 +21,14 @@ COMMENT ON COLUMN counter_set_members.added_at IS
 
 -- counter_set_members_of lists up to lim members of key, in byte order,
 -- after the member after (NULL: from the first): a cursor for the app's
--- own queries and for SMEMBERS.
+-- own queries and for SMEMBERS. A set whose expiry passed has none, as
+-- its total reads 0 (its rows go with its next write or the rollup).
 CREATE FUNCTION counter_set_members_of(key text, lim integer, after bytea DEFAULT NULL)
 RETURNS TABLE (member bytea)
 LANGUAGE sql STABLE AS $$
     SELECT m.member FROM counter_set_members m
     WHERE m.key = $1 AND m.added_at IS NOT NULL AND ($3 IS NULL OR m.member > $3)
+      AND NOT EXISTS (SELECT 1 FROM counter_expiry x WHERE x.key = $1 AND x.expires_at <= now())
     ORDER BY m.member
     LIMIT $2
 $$;
@@ -36,4 +38,5 @@ CREATE FUNCTION counter_set_contains(key text, member bytea) RETURNS boolean
 LANGUAGE sql STABLE AS $$
     SELECT EXISTS (SELECT 1 FROM counter_set_members m
                    WHERE m.key = $1 AND m.member = $2 AND m.added_at IS NOT NULL)
+       AND NOT EXISTS (SELECT 1 FROM counter_expiry x WHERE x.key = $1 AND x.expires_at <= now())
 $$;

@@ -48,7 +48,7 @@ import (
 // member, no row for none.
 func MemberWriter() Writer {
 	return Writer{Name: "set_members", Kinds: []change.Kind{change.SetOp}, Order: -1, Exec: writeMembers, whole: true,
-		Read: readMemberSQL}
+		Read: readMemberSQL, rollup: rollupPart{expireKeys: expireMembers}}
 }
 
 // readMemberSQL reads whether a member is in a set: $1 is
@@ -58,7 +58,8 @@ const readMemberSQL = `
 SELECT 1::bigint AS count, 0::float8 AS variance
 FROM counter_set_members c
 WHERE c.key = convert_from(decode(split_part($1::text, ' ', 1), 'hex'), 'UTF8')
-  AND c.member = decode(split_part($1::text, ' ', 2), 'hex') AND c.added_at IS NOT NULL`
+  AND c.member = decode(split_part($1::text, ' ', 2), 'hex') AND c.added_at IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM counter_expiry x WHERE x.key = c.key AND x.expires_at <= now())`
 
 // memberRow is one (key, member) of a round: whether it was a member
 // before the round, and is after.
@@ -87,6 +88,9 @@ func writeMembers(ctx context.Context, r *Round, cs []change.Change) error {
 	slices.SortFunc(ops, func(a, b change.Op) int {
 		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Member, b.Member), cmp.Compare(a.Token, b.Token))
 	})
+	if err := renewExpiredSets(ctx, r, ops); err != nil {
+		return err
+	}
 	if len(clears) == 0 {
 		return decideOps(ctx, r, ops, ids, nil)
 	}
@@ -112,6 +116,95 @@ func writeMembers(ctx context.Context, r *Round, cs []change.Change) error {
 	}
 	return decideOps(ctx, r, after, ids, nil)
 }
+
+// renewExpiredSets starts a new life for the sets of ops whose expiry passed
+// (EXPIRE, COUNTERD_KEY_TTL), as a DEL would, before their operations
+// are decided: under their set locks, exclusive, it deletes their
+// expiries, zeroes their totals and deletes their member rows, so the
+// round's operations apply to empty sets, as an INCR of an expired key
+// counts from 0. (The totals' own reset, in addDecided, resets only a
+// key the round's decisions move, and not its members.) A store without
+// expiries pays nothing; with some, one lookup a round.
+func renewExpiredSets(ctx context.Context, r *Round, ops []change.Op) error {
+	expiring, err := r.store.anyExpiry(ctx)
+	if err != nil || !expiring || len(ops) == 0 {
+		return err
+	}
+	var keys []string
+	for _, o := range ops {
+		if len(keys) == 0 || keys[len(keys)-1] != o.Key {
+			keys = append(keys, o.Key)
+		}
+	}
+	var passed []string
+	if err := r.Tx.QueryRow(ctx, passedExpiriesSQL, keys).Scan(&passed); err != nil {
+		return fmt.Errorf("check set expiries: %w", err)
+	}
+	if len(passed) == 0 {
+		return nil
+	}
+	// Under the locks, again: another daemon's round may have reset
+	// them since (its new life is then kept).
+	if err := r.Tx.QueryRow(ctx, unexpirePassedSQL, passed).Scan(&passed); err != nil {
+		return fmt.Errorf("expire sets: %w", err)
+	}
+	if len(passed) == 0 {
+		return nil
+	}
+	zero := newBatchArrays(len(passed))
+	for _, k := range passed {
+		zero.add(change.Change{Key: k, Kind: change.Set}, r.store.fallbackSlot())
+	}
+	tag, err := r.Tx.Exec(ctx, setBatch, zero.keys, zero.deltas, zero.vars, zero.fallback)
+	if err != nil {
+		return fmt.Errorf("expire sets: %w", err)
+	}
+	r.Result.Updated += int(tag.RowsAffected())
+	if _, err := r.Tx.Exec(ctx, clearMembersSQL, passed); err != nil {
+		return fmt.Errorf("expire sets: %w", err)
+	}
+	return nil
+}
+
+// passedExpiriesSQL lists the keys of $1 whose expiry passed.
+const passedExpiriesSQL = `
+SELECT coalesce(array_agg(key ORDER BY key), '{}') FROM counter_expiry
+WHERE key = ANY($1::text[]) AND expires_at <= now()`
+
+// unexpirePassedSQL takes the set locks of the keys of $1 exclusive, in
+// order, then deletes those of their expiries that passed, returning
+// their keys.
+const unexpirePassedSQL = `
+WITH keylock AS (
+    SELECT count(*) AS n FROM (
+        SELECT ` + keyLock + ` FROM unnest($1::text[]) WITH ORDINALITY AS u(k, ord)
+    ) AS l
+), gone AS (
+    DELETE FROM counter_expiry WHERE key = ANY($1::text[]) AND expires_at <= now() AND (SELECT n FROM keylock) >= 0
+    RETURNING key
+)
+SELECT coalesce(array_agg(key ORDER BY key), '{}') FROM gone`
+
+// expireMembers is the rollup's part of expiring keys: it takes the set
+// locks of keys exclusive where no round holds them (without waiting)
+// and deletes those keys' member rows; a key a round is deciding set
+// operations of is left for a later pass.
+func expireMembers(ctx context.Context, tx pgx.Tx, keys []string) ([]string, error) {
+	var locked []string
+	if err := tx.QueryRow(ctx, expireMembersSQL, keys).Scan(&locked); err != nil {
+		return nil, fmt.Errorf("expire set members: %w", err)
+	}
+	return locked, nil
+}
+
+const expireMembersSQL = `
+WITH locked AS (
+    SELECT k, ord FROM unnest($1::text[]) WITH ORDINALITY AS u(k, ord)
+    WHERE pg_try_advisory_xact_lock(` + keyLockClass + `, hashtext(k))
+), gone AS (
+    DELETE FROM counter_set_members WHERE key IN (SELECT k FROM locked)
+)
+SELECT coalesce(array_agg(k ORDER BY ord), '{}') FROM locked`
 
 // clearMembersSQL deletes every member row of the keys of $1: a DEL or
 // SET of them. The Set writer took their key locks (keyLock) earlier in

@@ -129,3 +129,60 @@ func TestSetClearRacingOperations(t *testing.T) {
 		t.Fatalf("total %d, %d members in %d rows; want all equal", got, m, rows)
 	}
 }
+
+// A set whose expiry passed starts a new life, members and total
+// together: its next round decides against the empty set (as INCR of an
+// expired key counts from 0), and the rollup's expiry deletes its member
+// rows with its total. Before, the total reset and the members stayed.
+func TestSetExpiry(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t, 4)
+	ctx := context.Background()
+	id := store.BatchID{Identity: store.Identity{Instance: "x"}}
+	apply := func(cs ...change.Change) store.ApplyResult {
+		t.Helper()
+		id.Seq++
+		res, err := s.ApplyOnce(ctx, id, cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	add := func(key, m string, tok int64) change.Change { return change.SetOpChange(key, []byte(m), tok, true) }
+	apply(add("k1", "a", 1), add("k1", "b", 2), add("k2", "a", 3), add("k2", "b", 4))
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO counter_expiry (key, expires_at) VALUES ('k1', now() - interval '1 second'), ('k2', now() - interval '1 second')`); err != nil {
+		t.Fatal(err)
+	}
+	again := add("k1", "a", 10)
+	if res := apply(again, add("k1", "c", 11)); res.Outcomes[change.OpID(again)] != 1 {
+		t.Fatalf("SADD of a member of the expired set: outcome %d; want 1 (new in the new life)", res.Outcomes[change.OpID(again)])
+	}
+	if m, rows := memberRows(t, db, "k1"); m != 2 || rows != 2 || total(t, db, "k1") != 2 {
+		t.Fatalf("k1 after its new life's first round: %d members in %d rows, total %d; want 2, 2, 2", m, rows, total(t, db, "k1"))
+	}
+	if _, err := s.Expire(ctx, slots.ExpireOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if m, rows := memberRows(t, db, "k2"); m != 0 || rows != 0 || total(t, db, "k2") != 0 {
+		t.Fatalf("k2 after the rollup's expiry: %d members in %d rows, total %d; want none", m, rows, total(t, db, "k2"))
+	}
+}
+
+// A set whose expiry passed reads empty before anything resets it, as
+// its total reads 0.
+func TestSetExpiredReadsEmpty(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t, 4)
+	ctx := context.Background()
+	mustApply(t, s, store.BatchID{Identity: store.Identity{Instance: "r"}, Seq: 1}, change.SetOpChange("k", []byte("a"), 1, true))
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO counter_expiry (key, expires_at) VALUES ('k', now() - interval '1 second')`); err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := s.SetMembers(ctx, "k", nil, 10); err != nil || len(ms) != 0 {
+		t.Fatalf("members of the expired set: %q, %v; want none", ms, err)
+	}
+	var in bool
+	if err := db.Pool.QueryRow(ctx, `SELECT counter_set_contains('k', 'a')`).Scan(&in); err != nil || in {
+		t.Fatalf("counter_set_contains of the expired set: %v, %v; want false", in, err)
+	}
+}
