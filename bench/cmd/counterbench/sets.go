@@ -216,8 +216,12 @@ func (b *bench) setsCounterdCell(ctx context.Context, cmd string, st *setsGroupS
 	if err != nil {
 		return err
 	}
+	before, err := srv.scrape(ctx)
+	if err != nil {
+		return err
+	}
 	var res setsResult
-	_, err = b.counterdAround(ctx, srv, row, func() error {
+	after, err := b.counterdAround(ctx, srv, row, func() error {
 		var err error
 		res, err = b.runSetsLoad(ctx, b.setsLoadFor(cmd, st, row, srv.socket), row)
 		return err
@@ -225,6 +229,9 @@ func (b *bench) setsCounterdCell(ctx context.Context, cmd string, st *setsGroupS
 	if err != nil {
 		return err
 	}
+	// Rounds as the sustain section counts them: one batch-size
+	// observation per committed round, the drain's included.
+	row.Rounds = int64(after["counterd_flush_batch_keys_count"] - before["counterd_flush_batch_keys_count"])
 	if cmd == report.CommandIncr {
 		// counterdAround compared the total with the increments.
 		return nil

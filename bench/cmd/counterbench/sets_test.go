@@ -133,6 +133,9 @@ func TestSetsShort(t *testing.T) {
 		if r["approach"] != report.RedisEverysec && r["pg_cpu_us_per_incr"] == "" {
 			t.Errorf("%s: no PostgreSQL CPU per request", name)
 		}
+		if r["approach"] == report.Counterd && num(t, r, "rounds") < 1 {
+			t.Errorf("%s: no committed round counted", name)
+		}
 		if r["approach"] == report.AppLikes && r["pipeline"] != "1" {
 			t.Errorf("%s: the app pattern pipelined", name)
 		}

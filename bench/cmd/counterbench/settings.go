@@ -99,7 +99,7 @@ type settings struct {
 	SetsRuns    int `env:"COUNTERBENCH_SETS_RUNS" envDefault:"2" help:"times the sets section runs every cell, interleaved"`
 	// A cap besides COUNTERBENCH_DURATION, so a cell's loop is bounded by
 	// count too, and the members the run keeps track of stay few.
-	SetsRequests int `env:"COUNTERBENCH_SETS_REQUESTS" envDefault:"2000000" help:"most requests of a sets cell; it ends there or after COUNTERBENCH_DURATION, whichever comes first"`
+	SetsRequests int `env:"COUNTERBENCH_SETS_REQUESTS" envDefault:"20000000" help:"most requests of a sets cell; it ends there or after COUNTERBENCH_DURATION, whichever comes first"`
 }
 
 var (

@@ -51,6 +51,14 @@ func (r Row) SetsCommittedRate() float64 {
 	return r.SettledRate()
 }
 
+// RequestsPerRound is requests per committed round, or -1.
+func (r Row) RequestsPerRound() float64 {
+	if r.Rounds <= 0 || r.Increments <= 0 {
+		return -1
+	}
+	return float64(r.Increments) / float64(r.Rounds)
+}
+
 // setsWant is the new members a SADD row's replies must count: every
 // request for new members, none for repeats.
 func setsWant(r Row) int64 {
@@ -93,7 +101,7 @@ func setsMarkdown(b *bufio.Writer, r *Report) {
 		"User u goes to post u mod the posts. Each group of cells has keys (or tables) of its own, and each run starts with a different group. "+
 		"counterd's `SADD` reply waits for its round's commit; every counterd cell ends with a FLUSH (*drain*), and *committed/s* counts requests (for INCR, the increments stored) over load plus drain; for redis-server and the application's pattern it is their requests per second. "+
 		"*new* is the members the replies counted as new, *members* what the keys hold afterwards (SCARDs summed; the pattern's likes rows), and *check* compares the replies with the stored cardinality (counterd's total, redis-server's SCARDs, the pattern's `like_count`); the run also checked each key's SCARD (each post's `like_count` and likes rows) against the distinct members sent to it, and failed the cell otherwise. "+
-		"*CPU µs/request* as in the ingest section: *server* counterd's or redis-server's own, *PostgreSQL* the backends of counterd's (the pattern's) connections, *whole PostgreSQL* every process of the server, *client* counterbench's own process (the load generator; pgx for the pattern).\n\n", serverLabel(AppLikes))
+		"*CPU µs/request* as in the ingest section: *server* counterd's or redis-server's own, *PostgreSQL* the backends of counterd's (the pattern's) connections, *whole PostgreSQL* every process of the server, *client* counterbench's own process (the load generator; pgx for the pattern). *requests/round* is counterd's requests per committed round (the drain's included).\n\n", serverLabel(AppLikes))
 	var body [][]string
 	for _, x := range rows {
 		run := "—"
@@ -101,7 +109,7 @@ func setsMarkdown(b *bufio.Writer, r *Report) {
 			run = strconv.Itoa(x.Run)
 		}
 		if x.Missing {
-			body = append(body, []string{x.Command, serverLabel(x.Approach), strconv.Itoa(x.Pipeline), run, "—", "—", "—", "—", "—", "—", "—", "—", "—", "—", "—", "—", "missing: " + x.Note})
+			body = append(body, []string{x.Command, serverLabel(x.Approach), strconv.Itoa(x.Pipeline), run, "—", "—", "—", "—", "—", "—", "—", "—", "—", "—", "—", "—", "—", "missing: " + x.Note})
 			continue
 		}
 		newCol, members := "—", "—"
@@ -111,11 +119,11 @@ func setsMarkdown(b *bufio.Writer, r *Report) {
 		body = append(body, []string{
 			x.Command, serverLabel(x.Approach), strconv.Itoa(x.Pipeline), run, Thousands(x.Increments), Thousands(int64(x.Rate)), rateOrDash(x.SetsCommittedRate()),
 			Duration(x.P50), Duration(x.P99), newCol, members, setsCheck(x),
-			cpuCell(x, x.CPU.Server), cpuCell(x, x.CPU.PG), cpuCell(x, x.CPU.PGServer), cpuCell(x, x.CPU.Client), drainCell(x),
+			cpuCell(x, x.CPU.Server), cpuCell(x, x.CPU.PG), cpuCell(x, x.CPU.PGServer), cpuCell(x, x.CPU.Client), drainCell(x), perCell(x.RequestsPerRound()),
 		})
 	}
 	table(b, []string{"command", "server", "-P", "run", "requests", "requests/s", "committed/s", "p50", "p99", "new", "members", "check",
-		"CPU µs/request server", "PostgreSQL", "whole PostgreSQL", "client", "drain"}, body)
+		"CPU µs/request server", "PostgreSQL", "whole PostgreSQL", "client", "drain", "requests/round"}, body)
 	setsTargets(b, rows)
 	setsPGCPU(b, rows)
 }

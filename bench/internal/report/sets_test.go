@@ -35,10 +35,11 @@ func TestSets(t *testing.T) {
 		row(report.CommandSAddRepeat, report.AppLikes, 1, 10_000),
 	}}
 	r.Rows[2].New = 3 // a repeat counted new
+	r.Rows[1].Rounds = 1_000
 	markdownHas(t, r,
 		"## Exact sets (SADD)",
 		"| INCR | counterd | 1 | 1 | 100,000 | 100,000 | 50,000 | 0 | 0 | — | — | exact |",
-		"| SADD, new members | counterd | 1 | 1 | 60,000 | 60,000 | 30,000 | 0 | 0 | 60,000 | 5,000 | exact |",
+		"| SADD, new members | counterd | 1 | 1 | 60,000 | 60,000 | 30,000 | 0 | 0 | 60,000 | 5,000 | exact | — | 16.7 | — | — | 1 s | 60 |",
 		"| SADD, repeats | counterd | 1 | 1 | 200,000 | 200,000 | 100,000 | 0 | 0 | 3 | 5,000 | replies counted 3 new; want 0 |",
 		"| SADD, new members | app pattern (likes + like_count) | 1 | 1 | 5,000 | 5,000 | 5,000 |",
 		"| SADD, new members counterd -P 1 ÷ INCR counterd -P 1 | 0.60× | ≥ 0.5× | met |",
