@@ -161,7 +161,7 @@ func (b *bench) describeSettings() [][2]string {
 			fleetDatabase(c.Schema), intList(c.FleetSizes), b.fleetDBConns(), report.FleetLogFile, report.Thousands(int64(c.FleetRequests)), ingestClients, load, ingestClients, intList(c.FleetKeys), c.FleetSettle)})
 	}
 	if c.runs("sets") {
-		s = append(s, [2]string{"sets", fmt.Sprintf("%d clients of counterbench's own, %d runs, interleaved, each cell %v or %s requests: SADD of new user ids and then of the same ids again, and INCR, to %d keys (post:N:likes, user u to post u mod %d) at -P 16 and -P 1, to counterd and (SADD) to redis-server with appendfsync everysec; the application's own pattern through pgx (%d connections): tables likes (post_id, user_id, primary key both) and posts (id, like_count), one transaction a like, INSERT ... ON CONFLICT DO NOTHING and, when it inserted, UPDATE posts SET like_count = like_count + 1",
+		s = append(s, [2]string{"sets", fmt.Sprintf("%d clients of counterbench's own, %d runs, interleaved, each cell %v or %s requests: SADD of new user ids and then of the same ids again, and INCR, to %d keys (post:N:likes behind a prefix of each group's own, e.g. s1b:post:7:likes; user u to post u mod %d) at -P 16 and -P 1, to counterd and (SADD) to redis-server with appendfsync everysec; the application's own pattern through pgx (%d connections): tables likes (post_id, user_id, primary key both) and posts (id, like_count), one transaction a like, INSERT ... ON CONFLICT DO NOTHING and, when it inserted, UPDATE posts SET like_count = like_count + 1",
 			c.SetsClients, c.SetsRuns, c.Duration, report.Thousands(int64(c.SetsRequests)), c.SetsPosts, c.SetsPosts, c.SetsClients)})
 	}
 	if c.runs("budget") {
