@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/counterd/counterd/internal/pgtest"
+	"github.com/counterd/counterd/internal/store"
 )
 
 // An SADD and an SREM accepted (journaled), then the daemon killed -9
@@ -194,5 +199,72 @@ func TestSetsReplayHoursLater(t *testing.T) {
 	}
 	if at := addedAt("user:3"); at.Before(hoursAgo) || at.After(hoursAgo.Add(time.Hour)) {
 		t.Errorf("user:3 added_at %v; want a's SADD's accept time, about %v", at, hoursAgo)
+	}
+}
+
+// A round whose transactions commit in part: a pipeline's SADD of a key
+// in one transaction of a large round (split by lane) commits, the SREM of a key in
+// the other waits on a row another transaction holds past
+// COUNTERD_LOCK_TIMEOUT and fails, and the round is written again once
+// the row is free. Each still replies what its round decided: the
+// committed part's outcome is kept, not lost to the attempt that wrote
+// the rest (which decides nothing again for the lanes already written).
+func TestSetsRepliesOfPartlyCommittedRound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=1h", "COUNTERD_WRITERS=2", "COUNTERD_LOCK_TIMEOUT=100ms", "COUNTERD_FLUSH_TIMEOUT=2m")
+	// Two keys whose lanes are in different transactions of a round.
+	a, b := "post:a:likes", ""
+	for i := 0; b == ""; i++ {
+		if k := fmt.Sprintf("post:%d:likes", i); store.LaneOf(k)%2 != store.LaneOf(a)%2 {
+			b = k
+		}
+	}
+	c := client(t, d.socket)
+	if got := reply(t, c, "SADD", b, "user:1"); got != "1" {
+		t.Fatalf("SADD %s user:1: %s; want 1", b, got)
+	}
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) }) //nolint:errcheck // a no-op once rolled back
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM counter_set_members WHERE key = $1 AND member = 'user:1'::bytea FOR UPDATE`, b); err != nil {
+		t.Fatal(err)
+	}
+	// A round of more than 2,000 keys is split in two transactions
+	// (COUNTERD_WRITERS=2) by lane: 2,100 increments, then the set
+	// operations, whose wait starts the round.
+	incrs := c.Pipeline()
+	for i := range 2100 {
+		incrs.Incr(ctx, fmt.Sprintf("view:%d", i))
+	}
+	if _, err := incrs.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pipe := c.Pipeline()
+	add := pipe.Do(ctx, "SADD", a, "user:2")
+	rem := pipe.Do(ctx, "SREM", b, "user:1")
+	done := make(chan error, 1)
+	go func() { _, err := pipe.Exec(ctx); done <- err }()
+	// a's transaction commits; b's fails on the lock and is retried.
+	if !poll(30*time.Second, func() bool { return setRows(t, db, a) == 1 }) {
+		t.Fatalf("the SADD's transaction did not commit within 30s\n%s", d.log())
+	}
+	waitFor(t, 30*time.Second, "an attempt failed on the held row", func() bool { return strings.Contains(d.log(), "lock timeout") })
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("pipeline: %v (SADD: %v, SREM: %v)\n%s", err, add.Err(), rem.Err(), d.log())
+	}
+	for _, cmd := range []*redis.Cmd{add, rem} {
+		if n, err := cmd.Int64(); n != 1 || err != nil {
+			t.Errorf("%v: %d, %v; want 1", cmd.Args(), n, err)
+		}
+	}
+	if ga, gb := total(t, db, a), total(t, db, b); ga != 1 || gb != 0 {
+		t.Errorf("totals %d and %d; want 1 and 0", ga, gb)
 	}
 }
