@@ -2,7 +2,9 @@ package change
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"strings"
 )
 
 // SetOp is one operation on an exact set: SADD key member (Delta 1) or
@@ -124,4 +126,23 @@ func decodeSetOp(packed string) (Op, error) {
 // round's outcomes (store.ApplyResult.Outcomes) are keyed by it.
 func OpID(c Change) string {
 	return c.Key + string(binary.BigEndian.AppendUint64(nil, uint64(c.Bucket)))
+}
+
+// SetMemberKey is the key of a read of whether member is in key's set (a
+// store's ReadBuckets of SetOp): the key and the member in hex, space
+// separated, as a text parameter can carry any member's bytes.
+func SetMemberKey(key string, member []byte) string {
+	return hex.EncodeToString([]byte(key)) + " " + hex.EncodeToString(member)
+}
+
+// SetOfMemberKey is the set's key of a SetMemberKey: a store of
+// partitions reads a member on its set's partition. ok is false for a
+// string SetMemberKey did not make.
+func SetOfMemberKey(read string) (key string, ok bool) {
+	k, _, found := strings.Cut(read, " ")
+	b, err := hex.DecodeString(k)
+	if !found || err != nil || len(b) == 0 {
+		return "", false
+	}
+	return string(b), true
 }

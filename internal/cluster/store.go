@@ -343,9 +343,14 @@ func pick(keys []string, idx []int) []string {
 	return out
 }
 
-// ReadBuckets reads key's buckets on its partition.
+// ReadBuckets reads key's buckets on its partition; a set member's read
+// (SetOp, key a change.SetMemberKey) on its set's key's partition.
 func (s *Store) ReadBuckets(ctx context.Context, key string, k change.Kind, from, to int64, ids []store.Identity) (store.BucketSnapshot, error) {
-	return s.parts[s.partOf(key)].ReadBuckets(ctx, key, k, from, to, ids)
+	on := key
+	if set, ok := change.SetOfMemberKey(key); ok && k == change.SetOp {
+		on = set
+	}
+	return s.parts[s.partOf(on)].ReadBuckets(ctx, key, k, from, to, ids)
 }
 
 // SetMembers lists key's exact set from its partition (slots.Store's).

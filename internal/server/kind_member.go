@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -380,7 +379,7 @@ func setMembers(many bool) func(s *Server, ctx context.Context, out []byte, args
 		defer cancel()
 		is := make([]int64, len(members))
 		for i, m := range members {
-			est, err := s.buf.Value(ctx, change.SetOp, hex.EncodeToString([]byte(key))+" "+hex.EncodeToString(m))
+			est, err := s.buf.Value(ctx, change.SetOp, change.SetMemberKey(key, m))
 			if err != nil {
 				s.m.commandErrors.Inc()
 				return resp.AppendError(out, "ERR read set member: "+err.Error())

@@ -43,16 +43,15 @@ import (
 // transaction).
 
 // MemberWriter is the Writer of exact sets (change.SetOp), one of a
-// store's Options.Kinds. Read reads whether a member is in a set: $1 is a
-// change's Key (change.SetOpChange, with any token): count 1 for a
-// member, no row for none.
+// store's Options.Kinds. Read reads whether a member is in a set: $1 is
+// change.SetMemberKey's: count 1 for a member, no row for none.
 func MemberWriter() Writer {
 	return Writer{Name: "set_members", Kinds: []change.Kind{change.SetOp}, Order: -1, Exec: writeMembers, whole: true,
 		Read: readMemberSQL, rollup: rollupPart{expireKeys: expireMembers}}
 }
 
 // readMemberSQL reads whether a member is in a set: $1 is
-// MemberReadKey's, the key and the member in hex (a member is any bytes,
+// change.SetMemberKey's, the key and the member in hex (a member is any bytes,
 // which a text parameter cannot carry).
 const readMemberSQL = `
 SELECT 1::bigint AS count, 0::float8 AS variance
