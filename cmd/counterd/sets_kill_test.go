@@ -127,18 +127,20 @@ func TestSetsReplayHoursLater(t *testing.T) {
 	want("SADD", key, "user:1")("1")
 	accepted := metric(t, a, "counterd_increments_accepted_total")
 
-	// Hold user:1's row, so a's round (which locks user:1 first) waits.
+	// Hold the set's lock (slots' keyLock: every round deciding the set
+	// takes it shared), so each of a's rounds on the set waits, however
+	// a splits its operations into rounds.
 	tx, err := db.Pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tx.Rollback(context.Background()) }) //nolint:errcheck // a no-op once rolled back
 	var holder int
-	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM counter_set_members WHERE key = $1 AND member = 'user:1'::bytea FOR UPDATE`, key).Scan(&holder); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM (SELECT pg_advisory_xact_lock(1668183140, hashtext($1))) AS l`, key).Scan(&holder); err != nil {
 		t.Fatal(err)
 	}
 	// a accepts SREM user:1 and SADD user:2 user:3 (journaled, tokens
-	// three hours old); their round waits on the row, a is killed.
+	// three hours old); their rounds wait on the lock, a is killed.
 	replied := make(chan error, 2)
 	for _, args := range [][]any{{"SREM", key, "user:1"}, {"SADD", key, "user:2", "user:3"}} {
 		c := client(t, a.socket)
@@ -147,7 +149,7 @@ func TestSetsReplayHoursLater(t *testing.T) {
 	waitFor(t, 30*time.Second, "a's three operations accepted", func() bool {
 		return metric(t, a, "counterd_increments_accepted_total") >= accepted+3
 	})
-	waitFor(t, 30*time.Second, "a's round waiting on the held row", func() bool {
+	waitFor(t, 30*time.Second, "a's rounds waiting on the held lock", func() bool {
 		var n int
 		if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))`, holder).Scan(&n); err != nil {
 			t.Fatal(err)
