@@ -28,11 +28,19 @@ import (
 //     this daemon): SADD adds a member that is not one (outcome 1, else
 //     0), SREM removes one that is (1, else 0). The outcomes go to
 //     Result.Outcomes, by change.OpID: they are the commands' replies.
-//  3. saveMembers stamps the members added and deletes the rows that end
-//     up no member, and each key's cardinality moves by what it really
-//     gained or lost, into its slot rows with the totals' own statement
-//     (kind_total.go, as INCRONCE's counted views), so GET,
-//     counter_totals and targets read it like any counter.
+//  3. saveMembers saves every row the round decided in one statement:
+//     added_at (the accept time of the SADD that added a member, kept
+//     for one that stays, NULL for a non-member) and changed_at (the
+//     latest accept time decided on the row). A removed member, and an
+//     SREM of a non-member, keep their row as a tombstone (added_at
+//     NULL): a reconcile against the app's table as of an earlier time
+//     (counter_set_reconcile, migration 022) leaves the row alone, so it
+//     cannot undo the operation; the rollup prunes tombstones
+//     ROLLUP_SET_TOMBSTONE_SLACK old (pruneTombstones). Each key's
+//     cardinality moves by what it really gained or lost, into its slot
+//     rows with the totals' own statement (kind_total.go, as INCRONCE's
+//     counted views), so GET, counter_totals and targets read it like
+//     any counter.
 //
 // A round's operations are taken in pieces of at most the statement
 // bound, in the same sorted order, a member's operations in one piece
@@ -45,7 +53,8 @@ import (
 // member, no row for none.
 func MemberWriter() Writer {
 	return Writer{Name: "set_members", Kinds: []change.Kind{change.SetOp}, Order: -1, Exec: writeMembers, whole: true,
-		Read: readMemberSQL}
+		Read:   readMemberSQL,
+		rollup: rollupPart{prune: pruneTombstones, pruned: "pruned_set_tombstones"}}
 }
 
 // readMemberSQL reads whether a member is in a set: $1 is
@@ -58,11 +67,13 @@ WHERE c.key = convert_from(decode(split_part($1::text, ' ', 1), 'hex'), 'UTF8')
   AND c.member = decode(split_part($1::text, ' ', 2), 'hex') AND c.added_at IS NOT NULL`
 
 // memberRow is one (key, member) of a round: whether it was a member
-// before the round, and is after.
+// before the round, and is after; when the round added it, and the
+// accept time of its last operation.
 type memberRow struct {
 	key, member string
 	was, is     bool
 	addedAt     time.Time
+	changedAt   time.Time
 }
 
 func writeMembers(ctx context.Context, r *Round, cs []change.Change) error {
@@ -156,47 +167,78 @@ func applyOps(r *Round, ops []change.Op, rows []memberRow, ids map[change.Op]str
 			}
 		}
 		m.is = o.Add
+		m.changedAt = time.UnixMicro(o.Token) // ops are in token order
 		r.Result.Outcomes[ids[o]] = out
 	}
 }
 
-// saveMembers stamps the members the round added and deletes the rows
-// that are no member now (removed, or created by lockMembers for an
-// SREM of a non-member).
+// saveMembers saves every row of the round, one statement: a member the
+// round added gets its added_at, one that stays keeps it, a row that is
+// no member now (removed, or created by lockMembers for an SREM of a
+// non-member) gets NULL and stays as a tombstone; every row's changed_at
+// moves to its last operation's accept time (never back: a replayed
+// round's older operation does not make the row look older to a
+// reconcile).
 func saveMembers(ctx context.Context, tx pgx.Tx, rows []memberRow) error {
-	var addK, delK []string
-	var addM, delM [][]byte
-	var addAt []time.Time
-	for _, m := range rows {
-		switch {
-		case m.is && !m.was:
-			addK, addM, addAt = append(addK, m.key), append(addM, []byte(m.member)), append(addAt, m.addedAt)
-		case !m.is:
-			delK, delM = append(delK, m.key), append(delM, []byte(m.member))
+	keys := make([]string, len(rows))
+	members := make([][]byte, len(rows))
+	is := make([]bool, len(rows))
+	added := make([]*time.Time, len(rows))
+	changed := make([]time.Time, len(rows))
+	for i, m := range rows {
+		keys[i], members[i], is[i], changed[i] = m.key, []byte(m.member), m.is, m.changedAt
+		if m.is && !m.was {
+			added[i] = &rows[i].addedAt
 		}
 	}
-	if len(addK) > 0 {
-		if _, err := tx.Exec(ctx, stampMembersSQL, addK, addM, addAt); err != nil {
-			return fmt.Errorf("save set members: %w", err)
-		}
-	}
-	if len(delK) > 0 {
-		if _, err := tx.Exec(ctx, deleteMembersSQL, delK, delM); err != nil {
-			return fmt.Errorf("delete set members: %w", err)
-		}
+	if _, err := tx.Exec(ctx, saveMembersSQL, keys, members, is, added, changed); err != nil {
+		return fmt.Errorf("save set members: %w", err)
 	}
 	return nil
 }
 
-const stampMembersSQL = `
-UPDATE counter_set_members s SET added_at = u.at
-FROM unnest($1::text[], $2::bytea[], $3::timestamptz[]) AS u(k, m, at)
+const saveMembersSQL = `
+UPDATE counter_set_members s
+SET added_at = CASE WHEN u.member THEN coalesce(u.added, s.added_at) END,
+    changed_at = greatest(s.changed_at, u.changed)
+FROM unnest($1::text[], $2::bytea[], $3::boolean[], $4::timestamptz[], $5::timestamptz[]) AS u(k, m, member, added, changed)
 WHERE s.key = u.k AND s.member = u.m`
 
-const deleteMembersSQL = `
-DELETE FROM counter_set_members s
-USING unnest($1::text[], $2::bytea[]) AS u(k, m)
-WHERE s.key = u.k AND s.member = u.m`
+// pruneTombstones is the rollup's pruning of exact sets' tombstones: rows
+// of no member whose last decision is opts.SetTombstoneSlack
+// (ROLLUP_SET_TOMBSTONE_SLACK) old, in chunks of opts.Chunk, skipping
+// rows a round or a reconcile holds. A reconcile as of an earlier time
+// than the slack could undo the operation a pruned tombstone recorded.
+func pruneTombstones(s *Store, ctx context.Context, opts PruneOptions) (int64, error) {
+	chunk := opts.Chunk
+	if chunk <= 0 {
+		chunk = DefaultFoldChunk
+	}
+	before := time.Now().Add(-opts.SetTombstoneSlack)
+	var total int64
+	for {
+		tag, err := s.pool.Exec(ctx, pruneTombstonesSQL, before, chunk)
+		if err != nil {
+			return total, fmt.Errorf("prune set tombstones: %w", err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(chunk) {
+			return total, nil
+		}
+	}
+}
+
+// pruneTombstonesSQL deletes up to $2 tombstones decided before $1. The
+// outer condition is checked again on the row locked, so a row a round
+// made a member meanwhile stays.
+const pruneTombstonesSQL = `
+DELETE FROM counter_set_members s WHERE (s.key, s.member) IN (
+    SELECT t.key, t.member FROM counter_set_members t
+    WHERE t.added_at IS NULL AND t.changed_at < $1
+    ORDER BY t.changed_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+) AND s.added_at IS NULL`
 
 // addCardinality moves each key's total by the members the round really
 // added less those it removed, with the totals' written CTE, as a
