@@ -29,6 +29,8 @@ RETURNS TABLE (added bigint, removed bigint)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
+    locking bytea[];
+    wanted boolean[];
     adds bytea[];
     dels bytea[];
     delta bigint;
@@ -37,24 +39,38 @@ BEGIN
         RAISE EXCEPTION 'counter_set_reconcile: members and as_of must not be NULL'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    WITH want AS (
-        SELECT DISTINCT w.m FROM unnest($2) AS w(m)
-    ), locked AS (
-        INSERT INTO counter_set_members AS s (key, member)
-        SELECT $1, u.m FROM (
-            SELECT w.m FROM want w
-            UNION
-            SELECT c.member FROM counter_set_members c WHERE c.key = $1 AND c.added_at IS NOT NULL
-        ) AS u(m)
-        ORDER BY u.m
-        ON CONFLICT (key, member) DO UPDATE SET added_at = s.added_at
-        RETURNING s.member, s.added_at IS NOT NULL AS was, s.changed_at
-    )
-    SELECT array_agg(l.member) FILTER (WHERE NOT l.was AND w.m IS NOT NULL),
-           array_agg(l.member) FILTER (WHERE l.was AND w.m IS NULL)
+    -- The rows it may change, in member order: the wanted members and
+    -- the key's members, each with whether it is wanted (a NULL element
+    -- fails the insert below).
+    SELECT array_agg(u.m ORDER BY u.m), array_agg(u.wanted ORDER BY u.m) INTO locking, wanted FROM (
+        SELECT v.m, bool_or(v.wanted) FROM (
+            SELECT w.m, true FROM unnest($2) AS w(m)
+            UNION ALL
+            SELECT c.member, false FROM counter_set_members c WHERE c.key = $1 AND c.added_at IS NOT NULL
+        ) AS v(m, wanted)
+        GROUP BY v.m
+    ) AS u(m, wanted);
+    IF locking IS NULL THEN
+        added := 0;
+        removed := 0;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    -- Lock them in that order, creating the missing ones (no member):
+    -- the update's false condition locks a row without writing a new
+    -- version of it, so a set in step with the app costs no writes.
+    INSERT INTO counter_set_members AS s (key, member)
+    SELECT $1, l.m FROM unnest(locking) WITH ORDINALITY AS l(m, ord)
+    ORDER BY l.ord
+    ON CONFLICT (key, member) DO UPDATE SET added_at = s.added_at WHERE false;
+    -- Read them as the last commit left them (a new snapshot; they are
+    -- locked now), and pick what differs, decided before as_of.
+    SELECT array_agg(c.member) FILTER (WHERE c.added_at IS NULL AND l.wanted),
+           array_agg(c.member) FILTER (WHERE c.added_at IS NOT NULL AND NOT l.wanted)
     INTO adds, dels
-    FROM locked l LEFT JOIN want w ON w.m = l.member
-    WHERE l.changed_at IS NULL OR l.changed_at < $3;
+    FROM unnest(locking, wanted) AS l(m, wanted)
+    JOIN counter_set_members c ON c.key = $1 AND c.member = l.m
+    WHERE c.changed_at IS NULL OR c.changed_at < $3;
 
     added := coalesce(cardinality(adds), 0);
     removed := coalesce(cardinality(dels), 0);
@@ -66,9 +82,8 @@ BEGIN
               SELECT d.m, false FROM unnest(dels) AS d(m)) AS u(m, add)
         WHERE s.key = $1 AND s.member = u.m;
     END IF;
-    -- A row created above and left no member (none: every row it creates
-    -- is a wanted member changed before as_of, so added) would be a
-    -- tombstone with no changed_at; there is none to clean.
+    -- Every row it created is a wanted member with no changed_at, so
+    -- added: none is left behind as a tombstone without changed_at.
     delta := added - removed;
     IF delta <> 0 THEN
         INSERT INTO counter_slots AS cs (key, slot, count, variance)

@@ -47,11 +47,31 @@ type setReconciler struct {
 	mu   sync.Mutex
 	last time.Time // when the last reconcile began
 
+	reconcileMetrics
+}
+
+// reconcileMetrics are the reconcile's counters, registered whether or
+// not ROLLUP_SET_RECONCILE is set (0 then), as every rollup metric is
+// exposed from the start.
+type reconcileMetrics struct {
 	added, removed, checked, runs *metrics.Counter
 }
 
+func newReconcileMetrics(set *metrics.Set) reconcileMetrics {
+	return reconcileMetrics{
+		added: exposition.Counter(set, "counterd_rollup_set_reconcile_added_total",
+			"Members a set reconcile (ROLLUP_SET_RECONCILE) added to counterd's exact sets: in the app's table, missing from counterd's set."),
+		removed: exposition.Counter(set, "counterd_rollup_set_reconcile_removed_total",
+			"Members a set reconcile (ROLLUP_SET_RECONCILE) removed from counterd's exact sets: in counterd's set, not in the app's table."),
+		checked: exposition.Counter(set, "counterd_rollup_set_reconcile_keys_total",
+			"Set keys a set reconcile (ROLLUP_SET_RECONCILE) compared with the app's table."),
+		runs: exposition.Counter(set, "counterd_rollup_set_reconcile_runs_total",
+			"Set reconciles (ROLLUP_SET_RECONCILE) that ran to the end."),
+	}
+}
+
 // newSetReconciler returns nil when ROLLUP_SET_RECONCILE is unset.
-func newSetReconciler(cfg config.Rollup, set *metrics.Set) (*setReconciler, error) {
+func newSetReconciler(cfg config.Rollup, m reconcileMetrics) (*setReconciler, error) {
 	query := strings.TrimRight(strings.TrimSpace(cfg.SetReconcile), "; \t\n")
 	if query == "" {
 		return nil, nil
@@ -64,17 +84,8 @@ func newSetReconciler(cfg config.Rollup, set *metrics.Set) (*setReconciler, erro
 	for p := range strings.SplitSeq(cfg.SetReconcileKeys, ",") {
 		likes = append(likes, likePattern(strings.TrimSpace(p)))
 	}
-	return &setReconciler{
-		query: query, keys: keys, likes: likes, margin: cfg.SetReconcileMargin, every: cfg.SetReconcileEvery, chunk: cfg.Chunk,
-		added: exposition.Counter(set, "counterd_set_reconcile_added_total",
-			"Members a set reconcile (ROLLUP_SET_RECONCILE) added to counterd's exact sets: in the app's table, missing from counterd's set."),
-		removed: exposition.Counter(set, "counterd_set_reconcile_removed_total",
-			"Members a set reconcile (ROLLUP_SET_RECONCILE) removed from counterd's exact sets: in counterd's set, not in the app's table."),
-		checked: exposition.Counter(set, "counterd_set_reconcile_keys_total",
-			"Set keys a set reconcile (ROLLUP_SET_RECONCILE) compared with the app's table."),
-		runs: exposition.Counter(set, "counterd_set_reconcile_runs_total",
-			"Set reconciles (ROLLUP_SET_RECONCILE) that ran to the end."),
-	}, nil
+	return &setReconciler{query: query, keys: keys, likes: likes, margin: cfg.SetReconcileMargin,
+		every: cfg.SetReconcileEvery, chunk: cfg.Chunk, reconcileMetrics: m}, nil
 }
 
 // likePattern turns a glob (* any run, ? one character) into a LIKE

@@ -143,7 +143,7 @@ func injectDrift(t *testing.T, db *pgtest.DB, lost, extra int) {
 // app's likes table both ways, and the key the app has no row of, and
 // leaves a key outside ROLLUP_SET_RECONCILE_KEYS alone; rollup once
 // prints what it repaired, a second run repairs nothing, and the
-// scheduler counts the drift in counterd_set_reconcile_*_total.
+// scheduler counts the drift in counterd_rollup_set_reconcile_*_total.
 func TestSetReconcileRepairsDrift(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{})
@@ -226,8 +226,8 @@ func TestSetReconcileRepairsDrift(t *testing.T) {
 		t.Errorf("log line %q; want added=6 removed=3 and a sample naming post:1:likes", line)
 	}
 	body := get(t, "http://"+metricsAddr+"/metrics")
-	for _, want := range []string{"counterd_set_reconcile_added_total 6", "counterd_set_reconcile_removed_total 3",
-		fmt.Sprintf("counterd_set_reconcile_keys_total %d", posts+1)} {
+	for _, want := range []string{"counterd_rollup_set_reconcile_added_total 6", "counterd_rollup_set_reconcile_removed_total 3",
+		fmt.Sprintf("counterd_rollup_set_reconcile_keys_total %d", posts+1)} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics lacks %s:\n%s", want, body)
 		}

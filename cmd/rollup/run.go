@@ -200,7 +200,7 @@ func prepare(ctx context.Context, cfg config.Rollup, pool *pgxpool.Pool, log *sl
 	}
 	set := metrics.NewSet()
 	version.Register(set)
-	sets, err := newSetReconciler(cfg, set)
+	sets, err := newSetReconciler(cfg, newReconcileMetrics(set))
 	if err != nil {
 		return nil, err
 	}

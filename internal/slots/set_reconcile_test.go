@@ -249,3 +249,59 @@ func TestSetRoundStampsChangedAt(t *testing.T) {
 		t.Fatalf("rows (member, added_at, changed_at from t0):\n%q\nwant\n%q", got, want)
 	}
 }
+
+// BenchmarkSetReconcile reconciles a set of 10,000 members: in step with
+// the app's list, and with 1% drift each way (100 members lost, 100
+// extra), repaired and put back every iteration.
+//
+//	go test ./internal/slots/ -run '^$' -bench SetReconcile -benchtime 20x
+func BenchmarkSetReconcile(b *testing.B) {
+	const n = 10000
+	db := pgtest.New(b, pgtest.Options{})
+	ctx := context.Background()
+	app := make([][]byte, n)
+	for i := range app {
+		app[i] = fmt.Appendf(nil, "user:%06d", i)
+	}
+	// The set, as a daemon leaves it, an hour ago.
+	if _, err := db.Pool.Exec(ctx, `
+		INSERT INTO counter_set_members (key, member, added_at, changed_at)
+		SELECT 'post:1:likes', m, now() - interval '1 hour', now() - interval '1 hour' FROM unnest($1::bytea[]) AS m;
+		`, app); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO counter_slots (key, slot, count) VALUES ('post:1:likes', 0, $1)`, n); err != nil {
+		b.Fatal(err)
+	}
+	run := func(b *testing.B, members [][]byte) (added, removed int64) {
+		b.Helper()
+		if err := db.Pool.QueryRow(ctx, `SELECT added, removed FROM counter_set_reconcile('post:1:likes', $1, now())`, members).Scan(&added, &removed); err != nil {
+			b.Fatal(err)
+		}
+		return added, removed
+	}
+	b.Run("in step", func(b *testing.B) {
+		for b.Loop() {
+			if a, r := run(b, app); a+r != 0 {
+				b.Fatalf("added %d, removed %d", a, r)
+			}
+		}
+	})
+	b.Run("1% drift", func(b *testing.B) {
+		// drifted lacks the first 100 and has 100 the set lacks; each
+		// iteration reconciles to it and back.
+		drifted := append(slices.Clone(app[100:]), make([][]byte, 0, 100)...)
+		for i := range 100 {
+			drifted = append(drifted, fmt.Appendf(nil, "new:%03d", i))
+		}
+		for b.Loop() {
+			if a, r := run(b, drifted); a != 100 || r != 100 {
+				b.Fatalf("added %d, removed %d", a, r)
+			}
+			if a, r := run(b, app); a != 100 || r != 100 {
+				b.Fatalf("back: added %d, removed %d", a, r)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(2*b.N)/1000, "ms/reconcile")
+	})
+}
