@@ -29,13 +29,21 @@ import (
 //     this daemon): SADD adds a member that is not one (outcome 1, else
 //     0), SREM removes one that is (1, else 0). The outcomes go to
 //     Result.Outcomes, by change.OpID: they are the commands' replies.
-//  3. saveMembers stamps the members added and deletes the rows that end
-//     up no member, and each key's cardinality moves by what it really
-//     gained or lost (addDecided, kind_total.go, as INCRONCE's counted
-//     views): into its slot rows, so GET, counter_totals and targets
-//     read it like any counter; into its buckets at each operation's
-//     accept time where COUNTERD_WINDOWS covers the key (likes per day:
-//     the day's adds less its removes); and its COUNTERD_KEY_TTL moves.
+//  3. saveMembers saves every row the round decided in one statement:
+//     added_at (the accept time of the SADD that added a member, kept
+//     for one that stays, NULL for a non-member) and changed_at (the
+//     latest accept time decided on the row). A removed member, and an
+//     SREM of a non-member, keep their row as a tombstone (added_at
+//     NULL): a reconcile against the app's table as of an earlier time
+//     (counter_set_reconcile, migration 022) leaves the row alone, so it
+//     cannot undo the operation; the rollup prunes tombstones
+//     ROLLUP_SET_TOMBSTONE_SLACK old (pruneTombstones). Each key's
+//     cardinality moves by what it really gained or lost (addDecided,
+//     kind_total.go, as INCRONCE's counted views): into its slot rows,
+//     so GET, counter_totals and targets read it like any counter; into
+//     its buckets at each operation's accept time where COUNTERD_WINDOWS
+//     covers the key (likes per day: the day's adds less its removes);
+//     and its COUNTERD_KEY_TTL moves.
 //
 // A round's operations are taken in pieces of at most the statement
 // bound, in the same sorted order, a member's operations in one piece
@@ -47,7 +55,8 @@ import (
 // change.SetMemberKey's: count 1 for a member, no row for none.
 func MemberWriter() Writer {
 	return Writer{Name: "set_members", Kinds: []change.Kind{change.SetOp}, Order: -1, Exec: writeMembers, whole: true,
-		Read: readMemberSQL, rollup: rollupPart{expireKeys: expireMembers}}
+		Read:   readMemberSQL,
+		rollup: rollupPart{expireKeys: expireMembers, prune: pruneTombstones, pruned: "pruned_set_tombstones"}}
 }
 
 // readMemberSQL reads whether a member is in a set: $1 is
@@ -61,11 +70,28 @@ WHERE c.key = convert_from(decode(split_part($1::text, ' ', 1), 'hex'), 'UTF8')
   AND NOT EXISTS (SELECT 1 FROM counter_expiry x WHERE x.key = c.key AND x.expires_at <= now())`
 
 // memberRow is one (key, member) of a round: whether it was a member
-// before the round, and is after.
+// before the round, and is after; when the round added it, and the
+// accept time of its last operation.
 type memberRow struct {
 	key, member string
 	was, is     bool
 	addedAt     time.Time
+	changedAt   time.Time
+	inserted    bool       // lockMembers created it, as written
+	written     *time.Time // the added_at it was created with
+}
+
+// settled reports whether m is stored as the round leaves it: a row
+// lockMembers created as its operations leave it, or an existing one
+// whose membership did not change (lockMembers moved its changed_at).
+func (m *memberRow) settled() bool {
+	if !m.inserted {
+		return m.is == m.was
+	}
+	if m.written == nil {
+		return !m.is
+	}
+	return m.is && m.addedAt.Equal(*m.written)
 }
 
 func writeMembers(ctx context.Context, r *Round, cs []change.Change) error {
@@ -239,16 +265,30 @@ func decideOps(ctx context.Context, r *Round, ops []change.Op, ids map[change.Op
 }
 
 // lockMembers locks (creating if need be) the rows of the members of ops
-// (sorted), and returns them in the same order.
+// (sorted), and returns them in the same order. A row it creates is
+// written as the member's operations leave a member that was none
+// (settled: nothing more to save unless a limit refused an SADD); an
+// existing row it locks gets its changed_at moved, nothing else.
 func lockMembers(ctx context.Context, tx pgx.Tx, ops []change.Op) ([]memberRow, error) {
 	var keys []string
 	var members [][]byte
+	var added []*time.Time
+	var changed []time.Time
 	for i, o := range ops {
 		if i == 0 || !(o.Key == ops[i-1].Key && o.Member == ops[i-1].Member) {
 			keys, members = append(keys, o.Key), append(members, []byte(o.Member))
+			added, changed = append(added, nil), append(changed, time.Time{})
 		}
+		j := len(keys) - 1
+		switch at := time.UnixMicro(o.Token); {
+		case o.Add && added[j] == nil:
+			added[j] = &at
+		case !o.Add:
+			added[j] = nil
+		}
+		changed[j] = time.UnixMicro(o.Token) // ops are in token order
 	}
-	rows, err := tx.Query(ctx, lockMembersSQL, keys, members)
+	rows, err := tx.Query(ctx, lockMembersSQL, keys, members, added, changed)
 	if err != nil {
 		return nil, fmt.Errorf("lock set members: %w", err)
 	}
@@ -256,11 +296,15 @@ func lockMembers(ctx context.Context, tx pgx.Tx, ops []change.Op) ([]memberRow, 
 	for rows.Next() {
 		var m memberRow
 		var member []byte
-		if err := rows.Scan(&m.key, &member, &m.was); err != nil {
+		if err := rows.Scan(&m.key, &member, &m.inserted, &m.was); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("lock set members: %w", err)
 		}
-		m.member, m.is = string(member), m.was
+		m.member = string(member)
+		if m.inserted {
+			m.written, m.was = added[len(out)], false
+		}
+		m.is = m.was
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
@@ -273,21 +317,22 @@ func lockMembers(ctx context.Context, tx pgx.Tx, ops []change.Op) ([]memberRow, 
 }
 
 // lockMembersSQL takes its keys' set locks, shared (keyLockShared), then
-// upserts the row of each (key, member) in order, returning whether it
-// was a member; the no-op update locks an existing row and makes
-// RETURNING show it.
+// upserts the row of each (key, member) in order: a new row as its
+// operations leave it ($3, $4), an existing one locked with only its
+// changed_at moved. It returns whether it inserted the row, and whether
+// the row is a member (for an existing row: was one).
 const lockMembersSQL = `
 WITH keylock AS (
     SELECT count(*) AS n FROM (
         SELECT ` + keyLockShared + ` FROM unnest($1::text[]) WITH ORDINALITY AS u(k, ord)
     ) AS l
 )
-INSERT INTO counter_set_members AS s (key, member)
-SELECT k, m FROM unnest($1::text[], $2::bytea[]) WITH ORDINALITY AS p(k, m, ord)
+INSERT INTO counter_set_members AS s (key, member, added_at, changed_at)
+SELECT k, m, a, c FROM unnest($1::text[], $2::bytea[], $3::timestamptz[], $4::timestamptz[]) WITH ORDINALITY AS p(k, m, a, c, ord)
 WHERE (SELECT n FROM keylock) >= 0
 ORDER BY ord
-ON CONFLICT (key, member) DO UPDATE SET added_at = s.added_at
-RETURNING s.key, s.member, s.added_at IS NOT NULL`
+ON CONFLICT (key, member) DO UPDATE SET changed_at = greatest(s.changed_at, excluded.changed_at)
+RETURNING s.key, s.member, s.xmax = 0, s.added_at IS NOT NULL`
 
 // applyOps applies ops (sorted) to rows (their members, sorted), records
 // each operation's outcome, and returns the changes of the keys'
@@ -322,6 +367,7 @@ func applyOps(r *Round, ops []change.Op, rows []memberRow, ids map[change.Op]str
 			ds = append(ds, decided{key: o.Key, at: o.Token, delta: -1})
 		}
 		m.is = o.Add
+		m.changedAt = time.UnixMicro(o.Token) // ops are in token order
 		r.Result.Outcomes[ids[o]] = out
 	}
 	return ds
@@ -361,43 +407,80 @@ SELECT u.k, least((SELECT coalesce(sum(c.total), 0) FROM counters c WHERE c.key 
               + (SELECT coalesce(sum(s.count), 0) FROM counter_slots s WHERE s.key = u.k), 9223372036854775807)::bigint
 FROM unnest($1::text[]) AS u(k)`
 
-// saveMembers stamps the members the round added and deletes the rows
-// that are no member now (removed, or created by lockMembers for an
-// SREM of a non-member).
+// saveMembers saves, in one statement, the rows of the round that
+// lockMembers did not already leave as the round leaves them (settled):
+// an existing row whose membership changed, or a new one whose SADD a
+// limit refused. A member the round added gets its added_at, one that
+// stays keeps it, a row that is no member now (removed, or created for
+// an SREM of a non-member) gets NULL and stays as a tombstone; every
+// row's changed_at is its last operation's accept time (lockMembers
+// moved it already; never back: a replayed round's older operation does
+// not make the row look older to a reconcile). A round of new members,
+// or of repeats, writes nothing here.
 func saveMembers(ctx context.Context, tx pgx.Tx, rows []memberRow) error {
-	var addK, delK []string
-	var addM, delM [][]byte
-	var addAt []time.Time
-	for _, m := range rows {
-		switch {
-		case m.is && !m.was:
-			addK, addM, addAt = append(addK, m.key), append(addM, []byte(m.member)), append(addAt, m.addedAt)
-		case !m.is:
-			delK, delM = append(delK, m.key), append(delM, []byte(m.member))
+	rows = slices.DeleteFunc(slices.Clone(rows), func(m memberRow) bool { return m.settled() })
+	if len(rows) == 0 {
+		return nil
+	}
+	keys := make([]string, len(rows))
+	members := make([][]byte, len(rows))
+	is := make([]bool, len(rows))
+	added := make([]*time.Time, len(rows))
+	changed := make([]time.Time, len(rows))
+	for i, m := range rows {
+		keys[i], members[i], is[i], changed[i] = m.key, []byte(m.member), m.is, m.changedAt
+		if m.is && !m.was {
+			added[i] = &rows[i].addedAt
 		}
 	}
-	if len(addK) > 0 {
-		if _, err := tx.Exec(ctx, stampMembersSQL, addK, addM, addAt); err != nil {
-			return fmt.Errorf("save set members: %w", err)
-		}
-	}
-	if len(delK) > 0 {
-		if _, err := tx.Exec(ctx, deleteMembersSQL, delK, delM); err != nil {
-			return fmt.Errorf("delete set members: %w", err)
-		}
+	if _, err := tx.Exec(ctx, saveMembersSQL, keys, members, is, added, changed); err != nil {
+		return fmt.Errorf("save set members: %w", err)
 	}
 	return nil
 }
 
-const stampMembersSQL = `
-UPDATE counter_set_members s SET added_at = u.at
-FROM unnest($1::text[], $2::bytea[], $3::timestamptz[]) AS u(k, m, at)
+const saveMembersSQL = `
+UPDATE counter_set_members s
+SET added_at = CASE WHEN u.member THEN coalesce(u.added, s.added_at) END,
+    changed_at = greatest(s.changed_at, u.changed)
+FROM unnest($1::text[], $2::bytea[], $3::boolean[], $4::timestamptz[], $5::timestamptz[]) AS u(k, m, member, added, changed)
 WHERE s.key = u.k AND s.member = u.m`
 
-const deleteMembersSQL = `
-DELETE FROM counter_set_members s
-USING unnest($1::text[], $2::bytea[]) AS u(k, m)
-WHERE s.key = u.k AND s.member = u.m`
+// pruneTombstones is the rollup's pruning of exact sets' tombstones: rows
+// of no member whose last decision is opts.SetTombstoneSlack
+// (ROLLUP_SET_TOMBSTONE_SLACK) old, in chunks of opts.Chunk, skipping
+// rows a round or a reconcile holds. A reconcile as of an earlier time
+// than the slack could undo the operation a pruned tombstone recorded.
+func pruneTombstones(s *Store, ctx context.Context, opts PruneOptions) (int64, error) {
+	chunk := opts.Chunk
+	if chunk <= 0 {
+		chunk = DefaultFoldChunk
+	}
+	before := time.Now().Add(-opts.SetTombstoneSlack)
+	var total int64
+	for {
+		tag, err := s.pool.Exec(ctx, pruneTombstonesSQL, before, chunk)
+		if err != nil {
+			return total, fmt.Errorf("prune set tombstones: %w", err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(chunk) {
+			return total, nil
+		}
+	}
+}
+
+// pruneTombstonesSQL deletes up to $2 tombstones decided before $1. The
+// outer condition is checked again on the row locked, so a row a round
+// made a member meanwhile stays.
+const pruneTombstonesSQL = `
+DELETE FROM counter_set_members s WHERE (s.key, s.member) IN (
+    SELECT t.key, t.member FROM counter_set_members t
+    WHERE t.added_at IS NULL AND t.changed_at < $1
+    ORDER BY t.changed_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+) AND s.added_at IS NULL`
 
 // SetMembers lists up to n members of key's exact set, in byte order,
 // after the member after (nil: from the first): SMEMBERS and SSCAN.

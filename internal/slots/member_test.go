@@ -53,8 +53,8 @@ func TestSetClearInRound(t *testing.T) {
 			t.Errorf("outcome of %+v: %d, %v; want %d", w.c, got, ok, w.want)
 		}
 	}
-	if m, rows := memberRows(t, db, key); m != 1 || rows != 1 {
-		t.Fatalf("%d members in %d rows; want e alone", m, rows)
+	if m, rows := memberRows(t, db, key); m != 1 || rows != 2 {
+		t.Fatalf("%d members in %d rows; want e alone, and the tombstone of a's SREM", m, rows)
 	}
 	if got := total(t, db, key); got != 1 {
 		t.Fatalf("total %d; want 1", got)
@@ -125,8 +125,8 @@ func TestSetClearRacingOperations(t *testing.T) {
 	}()
 	wg.Wait()
 	m, rows := memberRows(t, db, key)
-	if got := total(t, db, key); got != m || m != rows {
-		t.Fatalf("total %d, %d members in %d rows; want all equal", got, m, rows)
+	if got := total(t, db, key); got != m || rows < m {
+		t.Fatalf("total %d, %d members in %d rows; want the total to equal the members", got, m, rows)
 	}
 }
 

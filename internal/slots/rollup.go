@@ -57,6 +57,11 @@ type PruneOptions struct {
 	// Slack is how long an entry is kept past the end of what it
 	// decides (ROLLUP_SEEN_SLACK for INCRONCE's seen entries).
 	Slack time.Duration
+	// SetTombstoneSlack is how long an exact set's tombstone (a
+	// non-member's row) is kept after its last decision
+	// (ROLLUP_SET_TOMBSTONE_SLACK): a reconcile as of that long ago
+	// still sees it (kind_member.go).
+	SetTombstoneSlack time.Duration
 	// Chunk is how many rows one statement deletes (default
 	// DefaultFoldChunk).
 	Chunk int

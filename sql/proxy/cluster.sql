@@ -195,3 +195,9 @@ LANGUAGE plproxy AS $$ CLUSTER ':cluster'; RUN ON hashtext(key); TARGET counter_
 
 CREATE OR REPLACE FUNCTION counter_set_contains(key text, member bytea) RETURNS boolean
 LANGUAGE plproxy AS $$ CLUSTER ':cluster'; RUN ON hashtext(key); TARGET counter_set_contains; $$;
+
+-- counter_set_reconcile writes on the key's partition (as_of is the
+-- app's snapshot, taken where the app's table is).
+CREATE OR REPLACE FUNCTION counter_set_reconcile(key text, members bytea[], as_of timestamptz)
+RETURNS TABLE (added bigint, removed bigint)
+LANGUAGE plproxy AS $$ CLUSTER ':cluster'; RUN ON hashtext(key); TARGET counter_set_reconcile; $$;
