@@ -147,13 +147,16 @@ func writeMembers(ctx context.Context, r *Round, cs []change.Change) error {
 // are decided: under their set locks, exclusive, it deletes their
 // expiries, zeroes their totals and deletes their member rows, so the
 // round's operations apply to empty sets, as an INCR of an expired key
-// counts from 0. (The totals' own reset, in addDecided, resets only a
-// key the round's decisions move, and not its members.) A store without
-// expiries pays nothing; with some, one lookup a round.
+// counts from 0. (The totals' own reset resets only a key the round's
+// decisions move, and not its members: sets write without it.) A store
+// that has seen no expiry yet pays nothing here (lockMembers asks, in
+// its round trip, whether one exists now); with some, one lookup a
+// round. A set whose expiry is the first the store sees, or passes
+// during the round, is renewed by its next round, or the rollup: until
+// then its members and total stay together, and read as expired.
 func renewExpiredSets(ctx context.Context, r *Round, ops []change.Op) error {
-	expiring, err := r.store.anyExpiry(ctx)
-	if err != nil || !expiring || len(ops) == 0 {
-		return err
+	if !r.store.expiring.Load() || len(ops) == 0 {
+		return nil
 	}
 	var keys []string
 	for _, o := range ops {
@@ -243,11 +246,7 @@ const clearMembersSQL = `DELETE FROM counter_set_members WHERE key = ANY($1::tex
 func decideOps(ctx context.Context, r *Round, ops []change.Op, ids map[change.Op]string, void map[string]int64) error {
 	same := func(i int) bool { return ops[i].Key == ops[i-1].Key && ops[i].Member == ops[i-1].Member }
 	return pieces(len(ops), r.store.rows, same, func(lo, hi int) error {
-		rows, err := lockMembers(ctx, r.Tx, ops[lo:hi])
-		if err != nil {
-			return err
-		}
-		cards, err := readCards(ctx, r.Tx, ops[lo:hi])
+		rows, cards, err := lockMembers(ctx, r, ops[lo:hi])
 		if err != nil {
 			return err
 		}
@@ -260,7 +259,7 @@ func decideOps(ctx context.Context, r *Round, ops []change.Op, ids map[change.Op
 		if err := saveMembers(ctx, r.Tx, rows); err != nil {
 			return err
 		}
-		return addDecided(ctx, r, ds, "set cardinality")
+		return addDecidedReset(ctx, r, ds, "set cardinality", false)
 	})
 }
 
@@ -269,8 +268,8 @@ func decideOps(ctx context.Context, r *Round, ops []change.Op, ids map[change.Op
 // written as the member's operations leave a member that was none
 // (settled: nothing more to save unless a limit refused an SADD); an
 // existing row it locks gets its changed_at moved, nothing else.
-func lockMembers(ctx context.Context, tx pgx.Tx, ops []change.Op) ([]memberRow, error) {
-	var keys []string
+func lockMembers(ctx context.Context, r *Round, ops []change.Op) ([]memberRow, map[string]int64, error) {
+	var keys, addKeys []string
 	var members [][]byte
 	var added []*time.Time
 	var changed []time.Time
@@ -278,6 +277,9 @@ func lockMembers(ctx context.Context, tx pgx.Tx, ops []change.Op) ([]memberRow, 
 		if i == 0 || !(o.Key == ops[i-1].Key && o.Member == ops[i-1].Member) {
 			keys, members = append(keys, o.Key), append(members, []byte(o.Member))
 			added, changed = append(added, nil), append(changed, time.Time{})
+		}
+		if o.Add && (len(addKeys) == 0 || addKeys[len(addKeys)-1] != o.Key) {
+			addKeys = append(addKeys, o.Key)
 		}
 		j := len(keys) - 1
 		switch at := time.UnixMicro(o.Token); {
@@ -288,16 +290,61 @@ func lockMembers(ctx context.Context, tx pgx.Tx, ops []change.Op) ([]memberRow, 
 		}
 		changed[j] = time.UnixMicro(o.Token) // ops are in token order
 	}
-	rows, err := tx.Query(ctx, lockMembersSQL, keys, members, added, changed)
+	// One round trip: the rows, the cardinalities the limit needs
+	// (readCards), and, while this store has seen no expiry, whether one
+	// exists now (for the next rounds: renewExpiredSets).
+	var b pgx.Batch
+	b.Queue(lockMembersSQL, keys, members, added, changed)
+	if len(addKeys) > 0 {
+		b.Queue(readCardsSQL, addKeys)
+	}
+	probe := !r.store.expiring.Load()
+	if probe {
+		b.Queue(`SELECT EXISTS (SELECT FROM counter_expiry)`)
+	}
+	br := r.Tx.SendBatch(ctx, &b)
+	defer br.Close()
+	out, err := scanLocked(br, keys, added)
+	if err != nil {
+		return nil, nil, err
+	}
+	cards := make(map[string]int64, len(addKeys))
+	if len(addKeys) > 0 {
+		rows, err := br.Query()
+		if err != nil {
+			return nil, nil, fmt.Errorf("read set cardinality: %w", err)
+		}
+		var k string
+		var n int64
+		if _, err := pgx.ForEachRow(rows, []any{&k, &n}, func() error { cards[k] = n; return nil }); err != nil {
+			return nil, nil, fmt.Errorf("read set cardinality: %w", err)
+		}
+	}
+	if probe {
+		var any bool
+		if err := br.QueryRow().Scan(&any); err != nil {
+			return nil, nil, fmt.Errorf("check for expiries: %w", err)
+		}
+		if any {
+			r.store.expiring.Store(true)
+		}
+	}
+	return out, cards, br.Close()
+}
+
+// scanLocked reads lockMembersSQL's rows: one per member of keys, in
+// order, created with added if inserted.
+func scanLocked(br pgx.BatchResults, keys []string, added []*time.Time) ([]memberRow, error) {
+	rows, err := br.Query()
 	if err != nil {
 		return nil, fmt.Errorf("lock set members: %w", err)
 	}
+	defer rows.Close()
 	out := make([]memberRow, 0, len(keys))
 	for rows.Next() {
 		var m memberRow
 		var member []byte
 		if err := rows.Scan(&m.key, &member, &m.inserted, &m.was); err != nil {
-			rows.Close()
 			return nil, fmt.Errorf("lock set members: %w", err)
 		}
 		m.member = string(member)
@@ -373,35 +420,11 @@ func applyOps(r *Round, ops []change.Op, rows []memberRow, ids map[change.Op]str
 	return ds
 }
 
-// readCards reads the cardinality (the total) of each key ops add to,
-// as the round's transaction sees it: what committed, and what earlier
-// pieces of the round added. Other daemons' rounds deciding the same key
-// meanwhile are not seen, so a set can pass change.MaxSetMembers by what
-// they add at the same moment.
-func readCards(ctx context.Context, tx pgx.Tx, ops []change.Op) (map[string]int64, error) {
-	var keys []string
-	for _, o := range ops {
-		if o.Add && (len(keys) == 0 || keys[len(keys)-1] != o.Key) {
-			keys = append(keys, o.Key)
-		}
-	}
-	cards := make(map[string]int64, len(keys))
-	if len(keys) == 0 {
-		return cards, nil
-	}
-	rows, err := tx.Query(ctx, readCardsSQL, keys)
-	if err != nil {
-		return nil, fmt.Errorf("read set cardinality: %w", err)
-	}
-	var k string
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&k, &n}, func() error { cards[k] = n; return nil })
-	if err != nil {
-		return nil, fmt.Errorf("read set cardinality: %w", err)
-	}
-	return cards, nil
-}
-
+// readCardsSQL reads the cardinality (the total) of each key of $1 that
+// a round adds to, as the round's transaction sees it: what committed,
+// and what earlier pieces of the round added. Other daemons' rounds
+// deciding the same key meanwhile are not seen, so a set can pass
+// change.MaxSetMembers by what they add at the same moment.
 const readCardsSQL = `
 SELECT u.k, least((SELECT coalesce(sum(c.total), 0) FROM counters c WHERE c.key = u.k)
               + (SELECT coalesce(sum(s.count), 0) FROM counter_slots s WHERE s.key = u.k), 9223372036854775807)::bigint

@@ -160,6 +160,14 @@ type decided struct {
 // idle expiry (COUNTERD_KEY_TTL); every lane of these changes is fresh
 // already. what names them in errors.
 func addDecided(ctx context.Context, r *Round, ds []decided, what string) error {
+	return addDecidedReset(ctx, r, ds, what, true)
+}
+
+// addDecidedReset is addDecided; without reset, its statement never
+// resets a key whose expiry passed (exact sets reset theirs, members and
+// all, before deciding: renewExpiredSets), and it asks nothing about
+// expiries.
+func addDecidedReset(ctx context.Context, r *Round, ds []decided, what string, reset bool) error {
 	totals, buckets := decidedChanges(r.store, ds)
 	if len(totals) == 0 && len(buckets) == 0 {
 		return nil
@@ -176,9 +184,12 @@ func addDecided(ctx context.Context, r *Round, ds []decided, what string) error 
 		}
 		args = append(args, bb.args(r.store.home)...)
 	}
-	expiring, err := r.store.anyExpiry(ctx)
-	if err != nil {
-		return err
+	expiring := false
+	if reset {
+		var err error
+		if expiring, err = r.store.anyExpiry(ctx); err != nil {
+			return err
+		}
 	}
 	var u, i int
 	if err := r.Tx.QueryRow(ctx, decidedTotals(expiring, len(buckets) > 0), args...).Scan(&u, &i); err != nil {
