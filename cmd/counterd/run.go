@@ -188,6 +188,7 @@ func serve(ctx context.Context, cfg config.Counterd, log *slog.Logger, pool *pgx
 		Budgets:         budgets,
 		Timeout:         cfg.FlushTimeout,
 		Health:          func(ctx context.Context) error { _, err := ready.check(ctx); return err },
+		SetMembers:      setMembersOf(st),
 		AckCommit:       cfg.Ack == "commit",
 		IO:              cfg.IO,
 		Loops:           loops,
@@ -478,4 +479,15 @@ func loopsFor(cfg *config.Counterd) int {
 		return cfg.Loops
 	}
 	return server.DefaultLoops()
+}
+
+// setMembersOf is st's lister of exact sets' members (SMEMBERS, SSCAN),
+// or nil for a store without one.
+func setMembersOf(st store.Store) func(ctx context.Context, key string, after []byte, n int) ([][]byte, error) {
+	if l, ok := st.(interface {
+		SetMembers(ctx context.Context, key string, after []byte, n int) ([][]byte, error)
+	}); ok {
+		return l.SetMembers
+	}
+	return nil
 }

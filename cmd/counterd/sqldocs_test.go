@@ -211,6 +211,10 @@ func TestSQLDocExamples(t *testing.T) {
 		pipe := rc.Pipeline()
 		for i := 1; i <= 50; i++ {
 			pipe.IncrBy(ctx, fmt.Sprintf("post:%d", i), int64(i))
+			if i == 1 { // an exact set (docs/sql.md, Exact sets), of the same total 2
+				pipe.SAdd(ctx, "post:1:likes", "user:1", "user:2")
+				continue
+			}
 			pipe.IncrBy(ctx, fmt.Sprintf("post:%d:likes", i), int64(2*i))
 		}
 		pipe.PFAdd(ctx, "post:42", "alice", "bob", "carol")
@@ -233,7 +237,9 @@ func TestSQLDocExamples(t *testing.T) {
 	}
 	// The app's table, in each database the examples run in.
 	const posts = `CREATE TABLE posts (id integer PRIMARY KEY, like_count bigint);
-		INSERT INTO posts SELECT i, 0 FROM generate_series(1, 50) AS i`
+		INSERT INTO posts SELECT i, 0 FROM generate_series(1, 50) AS i;
+		CREATE TABLE likes (post_id integer, user_id integer, PRIMARY KEY (post_id, user_id));
+		INSERT INTO likes VALUES (1, 1), (1, 2), (1, 3)`
 	for _, p := range append([]*pgtest.DB{db, c.Proxy}, c.Parts...) {
 		if _, err := p.Pool.Exec(ctx, posts); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/counterd/counterd/internal/config"
 	"github.com/counterd/counterd/internal/slots"
@@ -22,6 +23,10 @@ type roller struct {
 	tset  *targets.Set
 	set   *metrics.Set
 	miss  *missingRows
+	// pool is the store's pool (two connections), for a set reconcile.
+	pool *pgxpool.Pool
+	// sets runs ROLLUP_SET_RECONCILE; nil when unset.
+	sets *setReconciler
 	// stdout, when set (rollup once), gets a summary of each pass for
 	// the operator who ran it; the scheduler's passes are the structured
 	// log record only, so its output is all log records (JSON with
@@ -37,6 +42,7 @@ type passResult struct {
 	expired slots.ExpireResult
 	pruned  int64
 	kinds   []slots.Pruned // what each kind pruned (INCRONCE's seen entries)
+	sets    reconcileResult
 	took    time.Duration
 }
 
@@ -58,6 +64,16 @@ func (r *roller) pass(ctx context.Context) error {
 	// so the pass reports, expires and prunes before it fails.
 	if err := r.clean(pctx, start, &p); err != nil {
 		return fmt.Errorf("rollup pass: %w", err)
+	}
+	// The sets are reconciled last: what the fold and prune did does not
+	// change a set's members.
+	if r.sets != nil && r.sets.due(start, r.stdout != nil) {
+		var err error
+		p.sets, err = r.sets.run(pctx, r.pool, r.log)
+		p.sets.log(ctx, r.log)
+		if err != nil {
+			return fmt.Errorf("rollup pass: %w", err)
+		}
 	}
 	p.took = time.Since(start).Round(time.Millisecond)
 	r.report(ctx, p)
@@ -81,7 +97,8 @@ func (r *roller) clean(ctx context.Context, start time.Time, p *passResult) erro
 	if p.pruned, err = r.store.PruneInstances(ctx, time.Now().Add(-r.cfg.PruneAfter)); err != nil {
 		return err
 	}
-	p.kinds, err = r.store.Prune(ctx, slots.PruneOptions{Slack: r.cfg.SeenSlack, Chunk: r.cfg.Chunk})
+	p.kinds, err = r.store.Prune(ctx, slots.PruneOptions{Slack: r.cfg.SeenSlack,
+		SetTombstoneSlack: r.cfg.SetTombstoneSlack, Chunk: r.cfg.Chunk})
 	return err
 }
 
@@ -119,6 +136,10 @@ func (r *roller) report(ctx context.Context, p passResult) {
 	fmt.Fprintf(r.stdout, "folded %d slot rows into %d keys in %d chunks in %v; %s\n", res.Rows, res.Keys, res.Chunks, p.took, left(res))
 	if expired.Keys > 0 {
 		fmt.Fprintf(r.stdout, "deleted %d expired keys in %d chunks\n", expired.Keys, expired.Chunks)
+	}
+	if p.sets.ran {
+		fmt.Fprintf(r.stdout, "reconciled %d set keys with the app's table in %v: added %d members, removed %d\n",
+			p.sets.keys, p.sets.took, p.sets.added, p.sets.removed)
 	}
 }
 

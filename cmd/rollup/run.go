@@ -200,7 +200,11 @@ func prepare(ctx context.Context, cfg config.Rollup, pool *pgxpool.Pool, log *sl
 	}
 	set := metrics.NewSet()
 	version.Register(set)
-	return &roller{cfg: cfg, log: log, store: store, tset: tset, set: set, miss: newMissing(set, tset)}, nil
+	sets, err := newSetReconciler(cfg, newReconcileMetrics(set))
+	if err != nil {
+		return nil, err
+	}
+	return &roller{cfg: cfg, log: log, store: store, tset: tset, set: set, miss: newMissing(set, tset), pool: pool, sets: sets}, nil
 }
 
 // serveMetrics serves the scheduler's metrics on ROLLUP_METRICS_ADDR

@@ -14,6 +14,7 @@ func Writers() []slots.Writer {
 		slots.SetWriter(),
 		slots.ExpireWriter(),
 		slots.OnceWriter(),
+		slots.MemberWriter(),
 		slots.TotalsWriter(),
 		slots.WindowsWriter(),
 		slots.GrantWriter(),

@@ -27,6 +27,7 @@ func builtin() []declared {
 		{UniqueHour, uniqueWindowSpec("unique_hour", Hour)},
 		{UniqueDay, uniqueWindowSpec("unique_day", Day)},
 		{Once, onceSpec()},
+		{SetOp, setOpSpec()},
 	}
 }
 

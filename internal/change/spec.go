@@ -48,6 +48,10 @@ type Spec struct {
 	// counter's key (a kind packing more into its cell, as Once its
 	// visitor and window); CounterKey strips them.
 	Suffix int
+	// Counter, when set, returns the counter's key of a change's Key,
+	// for a kind that packs bytes of varying length after it (SetOp its
+	// member); CounterKey calls it instead of stripping Suffix.
+	Counter func(packed string) string
 	// Members marks a kind whose changes are members of a key's set, not
 	// amounts: a change's Bucket names its member (a hash), so repeats
 	// of a member collapse into one cell, and the store keeps each set
@@ -76,7 +80,11 @@ func (c Change) CounterKey() string {
 	if c.Kind == kinds.plain {
 		return c.Key
 	}
-	if s := kinds.specs[c.Kind]; s != nil && s.Suffix > 0 && len(c.Key) >= s.Suffix {
+	s := kinds.specs[c.Kind]
+	if s != nil && s.Counter != nil {
+		return s.Counter(c.Key)
+	}
+	if s != nil && s.Suffix > 0 && len(c.Key) >= s.Suffix {
 		return c.Key[:len(c.Key)-s.Suffix]
 	}
 	return c.Key

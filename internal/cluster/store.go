@@ -20,6 +20,7 @@ type Part interface {
 	store.Store
 	ReadMembers(ctx context.Context, k change.Kind, keys []string) ([][]byte, error)
 	ReadBucketMembers(ctx context.Context, w change.Kind, keys []string, from, to int64) ([][]byte, error)
+	SetMembers(ctx context.Context, key string, after []byte, n int) ([][]byte, error)
 }
 
 // Store is a store.Store over a cluster's partitions: every change and
@@ -161,6 +162,12 @@ func (s *Store) ApplyOnce(ctx context.Context, id store.BatchID, batch []change.
 		out.Inserted += r.Inserted
 		out.Attempts += r.Attempts
 		out.Duplicate = out.Duplicate && r.Duplicate
+		for id, o := range r.Outcomes {
+			if out.Outcomes == nil {
+				out.Outcomes = make(map[string]int64, len(r.Outcomes))
+			}
+			out.Outcomes[id] = o
+		}
 	}
 	if err == nil && len(skipped) > 0 {
 		failed := make(map[int]error, len(skipped))
@@ -336,9 +343,19 @@ func pick(keys []string, idx []int) []string {
 	return out
 }
 
-// ReadBuckets reads key's buckets on its partition.
+// ReadBuckets reads key's buckets on its partition; a set member's read
+// (SetOp, key a change.SetMemberKey) on its set's key's partition.
 func (s *Store) ReadBuckets(ctx context.Context, key string, k change.Kind, from, to int64, ids []store.Identity) (store.BucketSnapshot, error) {
-	return s.parts[s.partOf(key)].ReadBuckets(ctx, key, k, from, to, ids)
+	on := key
+	if set, ok := change.SetOfMemberKey(key); ok && k == change.SetOp {
+		on = set
+	}
+	return s.parts[s.partOf(on)].ReadBuckets(ctx, key, k, from, to, ids)
+}
+
+// SetMembers lists key's exact set from its partition (slots.Store's).
+func (s *Store) SetMembers(ctx context.Context, key string, after []byte, n int) ([][]byte, error) {
+	return s.parts[s.partOf(key)].SetMembers(ctx, key, after, n)
 }
 
 // ReadTop ranks the top n of every partition at once and keeps the n

@@ -320,3 +320,33 @@ func TestWarnRemoved(t *testing.T) {
 	f([]string{"COUNTERD_HOT_STRATEGY=exact", "COUNTERD_SLOTS=4"}, 1)
 	f([]string{"COUNTERD_SLOTS=4"}, 0)
 }
+
+// ROLLUP_SET_RECONCILE needs its keys, and its keys need it; it is
+// refused with a cluster, and with a tombstone slack a reconcile could
+// outlive.
+func TestLoadRollupSetReconcile(t *testing.T) {
+	t.Parallel()
+	f := func(env []string, wantVar string) {
+		t.Helper()
+		_, err := config.Load[config.Rollup](append([]string{"DATABASE_URL=postgres://x/y"}, env...))
+		var cerr *config.Error
+		switch {
+		case wantVar == "" && err != nil:
+			t.Fatalf("Load(%v): %v; want no error", env, err)
+		case wantVar != "" && (!errors.As(err, &cerr) || cerr.Var != wantVar):
+			t.Fatalf("Load(%v): %v; want an error naming %s", env, err, wantVar)
+		}
+	}
+	const q, k = "ROLLUP_SET_RECONCILE=SELECT 'post:' || post_id || ':likes', user_id::text::bytea FROM likes", "ROLLUP_SET_RECONCILE_KEYS=post:*:likes"
+	f([]string{q, k}, "")
+	f([]string{q}, "ROLLUP_SET_RECONCILE")
+	f([]string{k}, "ROLLUP_SET_RECONCILE_KEYS")
+	f([]string{q, "ROLLUP_SET_RECONCILE_KEYS=post:*,"}, "ROLLUP_SET_RECONCILE_KEYS")
+	f([]string{q, k, "ROLLUP_CLUSTER=c"}, "ROLLUP_SET_RECONCILE")
+	f([]string{q, k, "ROLLUP_SET_TOMBSTONE_SLACK=5m"}, "ROLLUP_SET_TOMBSTONE_SLACK") // < 1m + 5m
+	f([]string{q, k, "ROLLUP_SET_TOMBSTONE_SLACK=6m"}, "")
+	f([]string{"ROLLUP_SET_TOMBSTONE_SLACK=1s"}, "") // no reconcile: any slack
+	f([]string{"ROLLUP_SET_TOMBSTONE_SLACK=-1s"}, "ROLLUP_SET_TOMBSTONE_SLACK")
+	f([]string{q, k, "ROLLUP_SET_RECONCILE_MARGIN=-1s"}, "ROLLUP_SET_RECONCILE_MARGIN")
+	f([]string{q, k, "ROLLUP_SET_RECONCILE_EVERY=0"}, "")
+}

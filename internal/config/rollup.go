@@ -8,6 +8,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/counterd/counterd/internal/glob"
 	"github.com/counterd/counterd/internal/targets"
 )
 
@@ -41,6 +42,19 @@ type Rollup struct {
 	// rollup starts.
 	Targets string `env:"ROLLUP_TARGETS" help:"app columns each fold adds to, separated by ';': pattern=[schema.]table.column, as 'post:{id}:likes=posts.like_count'"`
 	Cluster string `env:"ROLLUP_CLUSTER" help:"PL/Proxy cluster declared in the DATABASE_URL database (as COUNTERD_CLUSTER): fold every partition, each on its own, at once; not with ROLLUP_TARGETS"`
+	// Exact sets against the app's own membership table (issue 35):
+	// operator-provided SQL, run as written, never built from key text.
+	SetReconcile string `env:"ROLLUP_SET_RECONCILE" help:"a query over the app's own tables returning (key text, member bytea) rows, one per member of each exact set, as SELECT 'post:' || post_id || ':likes', user_id::text::bytea FROM likes: a pass makes counterd's sets of ROLLUP_SET_RECONCILE_KEYS equal it (counter_set_reconcile) and counts what it repaired; needs ROLLUP_SET_RECONCILE_KEYS"`
+	// Also the keys a set is emptied of when the query returns none of
+	// them: a key outside is neither read nor touched.
+	SetReconcileKeys string `env:"ROLLUP_SET_RECONCILE_KEYS" help:"comma-separated globs (as COUNTERD_SAMPLE_KEYS) of the set keys ROLLUP_SET_RECONCILE covers, as post:*:likes: a key they match that the query returns no row of is emptied; the query's rows of other keys are skipped"`
+	// An hour: a reconcile reads the app's whole table, and drift is
+	// rare (a lost journal, a hand edit).
+	SetReconcileEvery time.Duration `env:"ROLLUP_SET_RECONCILE_EVERY" envDefault:"1h" help:"a scheduled pass reconciles when the last reconcile began at least this long ago (the first pass always; rollup once always); 0: every pass"`
+	// A minute covers the daemons' clocks behind the database's, by
+	// far more than NTP lets them drift.
+	SetReconcileMargin time.Duration `env:"ROLLUP_SET_RECONCILE_MARGIN" envDefault:"1m" help:"the reconcile's as_of is the start of the app's snapshot less this, so an operation accepted by a daemon whose clock is behind the database's by up to this is never undone; a row decided within it is repaired by a later reconcile"`
+	SetTombstoneSlack  time.Duration `env:"ROLLUP_SET_TOMBSTONE_SLACK" envDefault:"24h" help:"keep an exact set's row of a removed member (a tombstone) this long, so a reconcile as of an earlier time (ROLLUP_SET_RECONCILE, or the app's own counter_set_reconcile) does not add the member back; at least ROLLUP_SET_RECONCILE_MARGIN plus ROLLUP_TIMEOUT"`
 	// Off by default: rollup was a plain cron job before it had metrics,
 	// and two of them on one host must not fight over a port.
 	MetricsAddr string     `env:"ROLLUP_METRICS_ADDR" envDefault:"off" help:"HTTP address for /metrics and /healthz of the scheduler (off disables)"`
@@ -86,7 +100,46 @@ func (c *Rollup) Validate() error {
 		// partitions, and no transaction spans databases.
 		return &Error{"ROLLUP_TARGETS", "cannot be used with ROLLUP_CLUSTER: a fold into the app's columns needs them in the partition's transaction (see docs/scaling.md)"}
 	}
+	if err := c.validateSets(); err != nil {
+		return err
+	}
 	return validLogFormat("ROLLUP_LOG_FORMAT", c.LogFormat)
+}
+
+// validateSets checks the exact sets' settings.
+func (c *Rollup) validateSets() error {
+	if c.SetTombstoneSlack < 0 {
+		return &Error{"ROLLUP_SET_TOMBSTONE_SLACK", "must not be negative"}
+	}
+	if c.SetReconcileMargin < 0 {
+		return &Error{"ROLLUP_SET_RECONCILE_MARGIN", "must not be negative"}
+	}
+	if c.SetReconcileEvery < 0 {
+		return &Error{"ROLLUP_SET_RECONCILE_EVERY", "must not be negative"}
+	}
+	keys, err := glob.Parse(c.SetReconcileKeys)
+	if err != nil {
+		return &Error{"ROLLUP_SET_RECONCILE_KEYS", err.Error()}
+	}
+	query := strings.TrimSpace(c.SetReconcile)
+	switch {
+	case query == "" && !keys.Empty():
+		return &Error{"ROLLUP_SET_RECONCILE_KEYS", "is set without ROLLUP_SET_RECONCILE"}
+	case query == "":
+		return nil
+	case keys.Empty():
+		// Without them, a set the app has no row of would never be
+		// emptied, and nothing would say so.
+		return &Error{"ROLLUP_SET_RECONCILE", "needs ROLLUP_SET_RECONCILE_KEYS: the keys it covers (a key it returns no row of is emptied)"}
+	case c.Cluster != "":
+		// The app's table is on the proxy's database, the sets on the
+		// partitions: not built yet.
+		return &Error{"ROLLUP_SET_RECONCILE", "cannot be used with ROLLUP_CLUSTER yet: the app's table and the sets are in different databases"}
+	case c.SetTombstoneSlack < c.SetReconcileMargin+c.Timeout:
+		return &Error{"ROLLUP_SET_TOMBSTONE_SLACK", fmt.Sprintf("%v is less than ROLLUP_SET_RECONCILE_MARGIN plus ROLLUP_TIMEOUT (%v): a reconcile could add back a member whose removal's tombstone was pruned while it ran",
+			c.SetTombstoneSlack, c.SetReconcileMargin+c.Timeout)}
+	}
+	return nil
 }
 
 // checkSchedule accepts what robfig/cron's standard parser accepts, except

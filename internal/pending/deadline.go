@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/counterd/counterd/internal/change"
@@ -55,6 +56,19 @@ func (f *Flusher) apply(ctx context.Context, r *round, batch []change.Change) (s
 		r.timeouts++
 		f.mu.Unlock()
 		err = fmt.Errorf("deadline of %s: %w", deadline, err)
+	}
+	// What committed of a round that failed in part (some of its
+	// transactions or partitions) is decided once: keep it for the
+	// attempt that completes the round.
+	switch {
+	case err != nil && len(res.Outcomes) > 0:
+		if r.outcomes == nil {
+			r.outcomes = make(map[string]int64, len(res.Outcomes))
+		}
+		maps.Copy(r.outcomes, res.Outcomes)
+	case err == nil && r.outcomes != nil:
+		maps.Copy(r.outcomes, res.Outcomes)
+		res.Outcomes, r.outcomes = r.outcomes, nil
 	}
 	return res, err
 }

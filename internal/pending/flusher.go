@@ -39,10 +39,12 @@ type Flusher struct {
 	failing error         // the last write's error, nil once one succeeds
 	// laterDone is the last round commitLater wrote out of order.
 	laterDone uint64
-	failedAt  time.Time // when the current run of failures began
-	kick      chan struct{}
-	stopped   chan struct{} // closed when Run stops for a permanent error
-	stopErr   error         // that error; set before stopped is closed
+	// outcomes are what committed rounds decided (Buffer.Outcome).
+	outcomes outcomes
+	failedAt time.Time // when the current run of failures began
+	kick     chan struct{}
+	stopped  chan struct{} // closed when Run stops for a permanent error
+	stopErr  error         // that error; set before stopped is closed
 
 	overflowed atomic.Int64 // keys with a stored total beyond int64
 	fleet      atomic.Int64 // live daemons on the database (SetFleet); 0: not known
@@ -269,6 +271,7 @@ func (f *Flusher) commitLater(ctx context.Context) {
 			}
 			continue
 		}
+		f.outcomes.record(res.Outcomes)
 		f.mu.Lock()
 		f.rounds = slices.DeleteFunc(slices.Clone(f.rounds), func(q *round) bool { return q == r })
 		f.mu.Unlock()
@@ -334,6 +337,7 @@ func (f *Flusher) commitOldest(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("commit round %d (%d keys, attempt %d): %w", r.id.Seq, len(batch), r.attempts, err)
 	}
+	f.outcomes.record(res.Outcomes)
 	f.pace.wrote(f.now().Sub(began))
 	f.measured(len(batch), f.now().Sub(began))
 	f.mu.Lock()

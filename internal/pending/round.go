@@ -24,6 +24,11 @@ type round struct {
 	attempts, timeouts int
 	// queuedAt is when the round was queued (cut, or replayed at start).
 	queuedAt time.Time
+	// outcomes are those of the round's attempts that failed with part
+	// of it committed (store.ApplyResult.Outcomes): the attempt that
+	// completes it decides only the rest. Only the flusher goroutine
+	// uses them.
+	outcomes map[string]int64
 }
 
 // len is how many cells the round's parts hold: its changes, before a

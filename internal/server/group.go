@@ -23,7 +23,7 @@ func (c *session) endGroup(ctx context.Context) {
 	t, err := s.buf.AddGroup(c.group, errs)
 	s.unreserve(c.group, errs, err) // TAKEs whose grant was not journaled
 	if err == nil {
-		err = s.confirm(ctx, t)
+		err = s.confirmGroup(ctx, t, c.groupCommit)
 	}
 	c.groupReplies(errs, err)
 }
@@ -44,7 +44,13 @@ func (c *session) groupReplies(errs []error, err error) {
 			s.m.commandErrors.Inc()
 			c.out = resp.AppendError(c.out, itemError(errs[i]))
 		case commands.replies[it.Kind] != nil:
-			c.out = resp.AppendInt(c.out, commands.replies[it.Kind](s, it, true))
+			n, msg := commands.replies[it.Kind](s, it, true)
+			if msg != "" {
+				s.m.commandErrors.Inc()
+				c.out = resp.AppendError(c.out, msg)
+				continue
+			}
+			c.out = resp.AppendInt(c.out, n)
 		default:
 			c.out = resp.AppendInt(c.out, it.Delta)
 		}
@@ -54,6 +60,7 @@ func (c *session) groupReplies(errs []error, err error) {
 	}
 	clear(c.group) // drop references to the read buffer
 	c.group = c.group[:0]
+	c.groupCommit = false
 }
 
 // accepted reports whether a group that confirm answered err was still
@@ -130,6 +137,21 @@ func (s *Server) confirm(ctx context.Context, t pending.Ticket) error {
 		if err := s.buf.WaitCommitted(ctx, t.Seq); err != nil {
 			return fmt.Errorf("%w within %s: %w", errNotCommitted, s.opts.Timeout, err)
 		}
+	}
+	return nil
+}
+
+// confirmGroup is confirm, and for a group whose replies are what its
+// round decides (commit: SADD, SREM) it then waits for that round's
+// commit (WaitCommitted kicks the round), whatever COUNTERD_ACK says.
+func (s *Server) confirmGroup(ctx context.Context, t pending.Ticket, commit bool) error {
+	if err := s.confirm(ctx, t); err != nil || !commit {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	if err := s.buf.WaitCommitted(ctx, t.Seq); err != nil {
+		return fmt.Errorf("%w within %s: %w", errNotCommitted, s.opts.Timeout, err)
 	}
 	return nil
 }

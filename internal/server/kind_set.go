@@ -39,9 +39,10 @@ func parseSetCall(args [][]byte, now time.Time) (call, string) {
 }
 
 // parseDel describes DEL key...: it reads its keys, then zeroes them
-// (a Set to 0 each), and replies how many were not 0. A key named twice
+// (a Set to 0 each, which also empties an exact set: clearMembers), and
+// replies how many were not 0. A key named twice
 // counts once, as in Redis.
-func parseDel(args [][]byte, _ time.Time) (call, string) {
+func parseDel(args [][]byte, now time.Time) (call, string) {
 	names, msg := keyNames(args[1:])
 	if msg != "" {
 		return call{}, msg
@@ -54,9 +55,9 @@ func parseDel(args [][]byte, _ time.Time) (call, string) {
 			return dup
 		})
 	}
-	items := make([]change.Change, len(names))
-	for i, k := range names {
-		items[i] = change.Change{Key: k, Kind: change.Set}
+	items := make([]change.Change, 0, 2*len(names))
+	for _, k := range names {
+		items = append(items, change.Change{Key: k, Kind: change.Set}, clearMembers(k, now))
 	}
 	return call{changes: items, reads: names, reply: replyDel}, ""
 }
@@ -84,7 +85,7 @@ func parseSet(args [][]byte, now time.Time) ([]change.Change, string) {
 	if !ok {
 		return nil, errNotInt
 	}
-	items := []change.Change{{Key: string(args[1]), Kind: change.Set, Delta: n}}
+	items := []change.Change{{Key: string(args[1]), Kind: change.Set, Delta: n}, clearMembers(string(args[1]), now)}
 	var unit string
 	var t int64
 	for i := 3; i < len(args); i++ {

@@ -182,11 +182,11 @@ func (s *Server) pfadd(ctx context.Context, out []byte, args [][]byte) []byte {
 // member enter the view, and a later PFADD of it may record nothing
 // (pfaddFast). Accepted but not confirmed (confirmed false), it is in the
 // key, so a retry answers 0, but it is journaled again.
-func (s *Server) memberReply(it change.Change, confirmed bool) int64 {
+func (s *Server) memberReply(it change.Change, confirmed bool) (int64, string) {
 	if it.Delta == 0 || !s.uniques.accepted(it.Key, uint64(it.Bucket), confirmed) {
-		return 0
+		return 0, ""
 	}
-	return 1
+	return 1, ""
 }
 
 // journalMembers accepts items as one group and waits for what the

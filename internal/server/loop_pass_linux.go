@@ -177,11 +177,12 @@ func (l *eloop) endGroups(batch []*lconn) {
 	s.unreserve(items, errs, err)
 	wait := err == nil && s.needsConfirm(t)
 	for _, c := range batch {
-		if !wait {
+		commit := err == nil && c.sess.groupCommit
+		if !wait && !commit {
 			c.sess.groupReplies(errs[c.g0:c.g1], err)
 			continue
 		}
-		l.confirm(c, t, append([]error(nil), errs[c.g0:c.g1]...))
+		l.confirm(c, t, append([]error(nil), errs[c.g0:c.g1]...), commit)
 	}
 	clear(items)
 	clear(errs)
@@ -196,12 +197,13 @@ func (l *eloop) endGroups(batch []*lconn) {
 // passes (48 bytes each, and an error slot).
 const maxKeptBatch = 16 << 10
 
-// confirm waits for t's durability or commit on a goroutine, then answers
-// c's group and runs the command its scan stopped at, if any.
-func (l *eloop) confirm(c *lconn, t pending.Ticket, errs []error) {
+// confirm waits for t's durability or commit (commit: c's group holds
+// SADD or SREM, see confirmGroup) on a goroutine, then answers c's group
+// and runs the command its scan stopped at, if any.
+func (l *eloop) confirm(c *lconn, t pending.Ticket, errs []error, commit bool) {
 	c.busy = true
 	go func() {
-		err := l.s.confirm(l.ctx, t)
+		err := l.s.confirmGroup(l.ctx, t, commit)
 		c.sess.groupReplies(errs, err)
 		if c.cmd != nil {
 			c.quit = c.sess.exec(l.ctx, c.cmd)

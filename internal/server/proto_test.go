@@ -163,7 +163,7 @@ func TestProtocolReplies(t *testing.T) {
 		{"get arity", nil, []string{"GET"}, "-ERR wrong number of arguments for 'get' command\r\n", ""},
 		{"unknown", nil, []string{"FOO", "bar"}, "-ERR unknown command 'FOO', with args beginning with: 'bar'\r\n", ""},
 
-		{"command count", nil, []string{"COMMAND", "COUNT"}, ":45\r\n", ""},
+		{"command count", nil, []string{"COMMAND", "COUNT"}, ":52\r\n", ""},
 		{"command info unknown", nil, []string{"COMMAND", "INFO", "nope"}, "*1\r\n$-1\r\n", "*1\r\n_\r\n"},
 		{"command info hot", nil, []string{"COMMAND", "INFO", "hot"},
 			"*1\r\n*10\r\n$3\r\nhot\r\n:1\r\n*1\r\n+readonly\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@read\r\n+@slow\r\n*1\r\n+nondeterministic_output\r\n*0\r\n*0\r\n",

@@ -27,6 +27,10 @@ type Options struct {
 	// failing writes, a partition behind, an unreachable database); a
 	// FLUSH that times out adds it to its error.
 	Health func(context.Context) error
+	// SetMembers, when set, lists up to n members of key's exact set
+	// after the member after (nil: from the first), in byte order, as
+	// stored: SMEMBERS and SSCAN (kind_member.go) answer from it.
+	SetMembers func(ctx context.Context, key string, after []byte, n int) ([][]byte, error)
 	// AckCommit delays each increment's reply until its round is
 	// committed in PostgreSQL.
 	AckCommit bool
@@ -77,6 +81,8 @@ type Options struct {
 type Server struct {
 	buf  *pending.Buffer
 	opts Options
+
+	cursors scanCursors // SSCAN's (kind_member.go)
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}

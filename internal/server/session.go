@@ -42,6 +42,9 @@ type session struct {
 	// command; they are journaled as one record and answered together.
 	group []change.Change
 	errs  []error
+	// groupCommit is set when the group holds a change whose reply is
+	// what its round decides (SADD, SREM): the group waits for the commit.
+	groupCommit bool
 	// conn is the connection's protocol, name and authentication.
 	conn connState
 	// rd reads the connection's commands; only the goroutine serving the

@@ -77,10 +77,11 @@ type fastHandler func(c *session, spec *cmdSpec, args [][]byte) bool
 
 // groupReply is the reply of change it, accepted with its group; a kind
 // whose reply is not its Delta (PFADD's: whether the key's sketch
-// changed) declares one. confirmed is false for a group accepted but not
-// confirmed (its reply is then the group's error, and the returned value
-// unused).
-type groupReply func(s *Server, it change.Change, confirmed bool) int64
+// changed; SADD's: what its round decided) declares one. A non-empty msg
+// is an error reply instead. confirmed is false for a group accepted but
+// not confirmed (its reply is then the group's error, and the returned
+// values unused).
+type groupReply func(s *Server, it change.Change, confirmed bool) (n int64, msg string)
 
 // multiPolicy is what a command does between MULTI and EXEC, as Redis's
 // CMD_NO_MULTI flag and its list of commands that run at once.

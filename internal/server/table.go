@@ -134,10 +134,11 @@ var commandTable = slices.Concat([]*cmdSpec{
 	txn("unwatch", "Forgets about watched keys of a transaction.", "@fast",
 		cmdSpec{parse: parseUnwatch, multi: multiQueued}),
 },
-	budgetCommands, // kind_budget.go
-	setCommands,    // kind_set.go
-	expireCommands, // kind_expire.go
-	uniqueCommands, // kind_unique.go
+	budgetCommands,    // kind_budget.go
+	setCommands,       // kind_set.go
+	expireCommands,    // kind_expire.go
+	uniqueCommands,    // kind_unique.go
+	setMemberCommands, // kind_member.go
 )
 
 var writeKey = []string{"RW", "ACCESS", "UPDATE"}

@@ -148,6 +148,15 @@ func (s *Store) expireChunk(ctx context.Context, now *time.Time, n int) (int64, 
 		if err := tx.QueryRow(ctx, lockExpired, now, n).Scan(&keys); err != nil {
 			return err
 		}
+		for _, w := range s.ws.list {
+			if w.rollup.expireKeys == nil || len(keys) == 0 {
+				continue
+			}
+			var err error
+			if keys, err = w.rollup.expireKeys(ctx, tx, keys); err != nil {
+				return err
+			}
+		}
 		if len(keys) == 0 {
 			return nil
 		}

@@ -83,7 +83,11 @@ func writeOnce(ctx context.Context, r *Round, cs []change.Change) error {
 		if err := saveSeen(ctx, r.Tx, pairs); err != nil {
 			return err
 		}
-		return addCounts(ctx, r, counted)
+		ds := make([]decided, len(counted))
+		for i, v := range counted {
+			ds[i] = decided{key: v.Key, at: v.At, delta: 1}
+		}
+		return addDecided(ctx, r, ds, "counted views")
 	})
 }
 
@@ -210,109 +214,6 @@ SET counted_at = u.at, counted_before = u.before,
     keep_until = CASE WHEN u.w < 0 THEN s.keep_until ELSE u.at + u.w * interval '1 microsecond' END
 FROM unnest($1::text[], $2::bigint[], $3::timestamptz[], $4::bigint[], $5::timestamptz[]) AS u(k, v, at, w, before)
 WHERE s.key = u.k AND s.visitor_hash = u.v`
-
-// addCounts adds the counted views to their keys' slot rows with the
-// totals' written CTE (with or without its expiry reset), and to their
-// keys' time buckets (COUNTERD_WINDOWS) with the windows' CTE, as INCR's
-// round statement does; every lane of these changes is fresh already.
-func addCounts(ctx context.Context, r *Round, counted []change.View) error {
-	if len(counted) == 0 {
-		return nil
-	}
-	totals, buckets := onceChanges(r.store, counted)
-	b := newBatchArrays(len(totals))
-	for _, c := range totals {
-		b.add(c, r.store.fallbackSlot())
-	}
-	args := []any{nil, b.keys, b.deltas, b.vars, b.fallback, b.lanes, r.store.home}
-	if len(buckets) > 0 {
-		var bb bucketBatch
-		for _, c := range buckets {
-			bb.add(r.store, laneChange{Change: c, lane: 1})
-		}
-		args = append(args, bb.args(r.store.home)...)
-	}
-	expiring, err := r.store.anyExpiry(ctx)
-	if err != nil {
-		return err
-	}
-	var u, i int
-	if err := r.Tx.QueryRow(ctx, onceTotals(expiring, len(buckets) > 0), args...).Scan(&u, &i); err != nil {
-		return fmt.Errorf("add counted views: %w", err)
-	}
-	r.Result.Updated, r.Result.Inserted = r.Result.Updated+u, r.Result.Inserted+i
-	return retainCounted(ctx, r, totals)
-}
-
-// retainCounted moves the idle expiry (COUNTERD_KEY_TTL) of the keys a
-// view counted for, as a write of their totals does (retain.go), after
-// the statement that reset those whose expiry passed.
-func retainCounted(ctx context.Context, r *Round, totals []change.Change) error {
-	if r.store.keyTTL == nil {
-		return nil
-	}
-	var keep []change.Change
-	for _, c := range totals {
-		if r.store.keyTTL(c.Key) > 0 {
-			keep = append(keep, c)
-		}
-	}
-	if len(keep) == 0 {
-		return nil
-	}
-	if err := retain(ctx, r, keep); err != nil {
-		return fmt.Errorf("key ttl of counted views: %w", err)
-	}
-	return nil
-}
-
-// onceChanges nets counted views into increments of their keys' totals
-// and of their buckets of each width the key's windows have (at each
-// view's accept time), sorted by key.
-func onceChanges(s *Store, counted []change.View) (totals, buckets []change.Change) {
-	at := make(map[change.ID]int) // index in buckets
-	for i, v := range counted {
-		if i == 0 || v.Key != counted[i-1].Key {
-			totals = append(totals, change.Change{Key: v.Key, Kind: change.Total})
-		}
-		totals[len(totals)-1].Delta++
-		if s.retention == nil {
-			continue
-		}
-		for _, k := range []change.Kind{change.Minute, change.Hour, change.Day} {
-			if _, ok := s.retention(v.Key, k); !ok {
-				continue
-			}
-			w := int64(k.Width() / time.Second)
-			sec := time.UnixMicro(v.At).Unix()
-			id := change.ID{Key: v.Key, Kind: k, Bucket: sec - sec%w} // accept times are after 1970
-			j, ok := at[id]
-			if !ok {
-				j = len(buckets)
-				at[id] = j
-				buckets = append(buckets, change.Change{Key: id.Key, Kind: k, Bucket: id.Bucket})
-			}
-			buckets[j].Delta++
-		}
-	}
-	return totals, buckets
-}
-
-// onceTotals is the totals' written CTE, and with buckets the windows'
-// bucket_written, as a statement of its own: $1 (the lanes) is NULL, so
-// they write every change and fresh is never read.
-func onceTotals(expiring, buckets bool) string {
-	text, next := totalsPart.text(2, expiring)
-	q := `WITH fresh AS (SELECT NULL::boolean[] AS lanes), ` + text
-	from := "written"
-	if buckets {
-		more, _ := bucketsPart.text(next, expiring)
-		q += ", " + more
-		from = "(SELECT created FROM written UNION ALL SELECT created FROM bucket_written) AS w"
-	}
-	return q + `
-SELECT count(*) FILTER (WHERE NOT created)::int, count(*) FILTER (WHERE created)::int FROM ` + from
-}
 
 // PruneSeen deletes, in chunks of up to chunk rows, the seen entries
 // whose window ended before before (the rollup passes now less

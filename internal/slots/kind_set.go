@@ -51,10 +51,30 @@ func writeSets(ctx context.Context, r *Round, cs []change.Change) error {
 	return nil
 }
 
-// unexpireBatch removes the expiries of the keys of $1 (SET and DEL do,
-// as in Redis), locking them first as the rollup's Expire and the write
-// path do.
-const unexpireBatch = `DELETE FROM counter_expiry WHERE key = ANY($1::text[])`
+// unexpireBatch takes the set locks of the keys of $1 (keyLock), then
+// removes their expiries (SET and DEL do, as in Redis), locking them
+// first as the rollup's Expire and the write path do.
+const unexpireBatch = `
+WITH keylock AS (
+    SELECT count(*) AS n FROM (
+        SELECT ` + keyLock + ` FROM unnest($1::text[]) WITH ORDINALITY AS u(k, ord)
+    ) AS l
+)
+DELETE FROM counter_expiry WHERE key = ANY($1::text[]) AND (SELECT n FROM keylock) >= 0`
+
+// keyLock and keyLockShared are a key's set lock, in SQL over the key k:
+// a transaction-scoped advisory lock on (keyLockClass, hashtext(k)). A
+// round deciding set operations (kind_member.go) holds its keys' locks
+// shared until it commits; a SET or DEL holds them exclusive from
+// before it reads their totals until it commits, so the total it
+// replaces and the member rows it deletes are the same set, whatever
+// other daemons decide meanwhile. Both take them in the order of their
+// sorted keys, before any row lock of those keys.
+const (
+	keyLock       = `pg_advisory_xact_lock(` + keyLockClass + `, hashtext(k))`
+	keyLockShared = `pg_advisory_xact_lock_shared(` + keyLockClass + `, hashtext(k))`
+	keyLockClass  = `1668183140` // "cntd"
+)
 
 // setBatch makes each key of $1 total $2 (with variance $3): it adds the
 // compensation to a free slot row, or the caller's random slot $4, as

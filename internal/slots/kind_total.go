@@ -1,7 +1,11 @@
 package slots
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/counterd/counterd/internal/change"
 )
@@ -138,4 +142,130 @@ func (b *batchArrays) add(c change.Change, fallback int16) {
 	b.vars = append(b.vars, c.Var)
 	b.fallback = append(b.fallback, fallback)
 	b.lanes = append(b.lanes, 1)
+}
+
+// decided is a change of a key's total that a round decided in its
+// transaction (an INCRONCE view that counted, a set member added or
+// removed): delta at accept time at (unix microseconds).
+type decided struct {
+	key   string
+	at    int64
+	delta int64
+}
+
+// addDecided adds ds (sorted by key) to their keys' slot rows with the
+// totals' written CTE (with or without its expiry reset), to their keys'
+// time buckets of each one's accept time (COUNTERD_WINDOWS) with the
+// windows' CTE, as INCR's round statement does, and moves their keys'
+// idle expiry (COUNTERD_KEY_TTL); every lane of these changes is fresh
+// already. what names them in errors.
+func addDecided(ctx context.Context, r *Round, ds []decided, what string) error {
+	return addDecidedReset(ctx, r, ds, what, true)
+}
+
+// addDecidedReset is addDecided; without reset, its statement never
+// resets a key whose expiry passed (exact sets reset theirs, members and
+// all, before deciding: renewExpiredSets), and it asks nothing about
+// expiries.
+func addDecidedReset(ctx context.Context, r *Round, ds []decided, what string, reset bool) error {
+	totals, buckets := decidedChanges(r.store, ds)
+	if len(totals) == 0 && len(buckets) == 0 {
+		return nil
+	}
+	b := newBatchArrays(len(totals))
+	for _, c := range totals {
+		b.add(c, r.store.fallbackSlot())
+	}
+	args := []any{nil, b.keys, b.deltas, b.vars, b.fallback, b.lanes, r.store.home}
+	if len(buckets) > 0 {
+		var bb bucketBatch
+		for _, c := range buckets {
+			bb.add(r.store, laneChange{Change: c, lane: 1})
+		}
+		args = append(args, bb.args(r.store.home)...)
+	}
+	expiring := false
+	if reset {
+		var err error
+		if expiring, err = r.store.anyExpiry(ctx); err != nil {
+			return err
+		}
+	}
+	var u, i int
+	if err := r.Tx.QueryRow(ctx, decidedTotals(expiring, len(buckets) > 0), args...).Scan(&u, &i); err != nil {
+		return fmt.Errorf("add %s: %w", what, err)
+	}
+	r.Result.Updated, r.Result.Inserted = r.Result.Updated+u, r.Result.Inserted+i
+	if err := retainDecided(ctx, r, totals); err != nil {
+		return fmt.Errorf("key ttl of %s: %w", what, err)
+	}
+	return nil
+}
+
+// retainDecided moves the idle expiry (COUNTERD_KEY_TTL) of the keys of
+// decided changes, as a write of their totals does (retain.go), after
+// the statement that reset those whose expiry passed.
+func retainDecided(ctx context.Context, r *Round, totals []change.Change) error {
+	if r.store.keyTTL == nil {
+		return nil
+	}
+	var keep []change.Change
+	for _, c := range totals {
+		if r.store.keyTTL(c.Key) > 0 {
+			keep = append(keep, c)
+		}
+	}
+	if len(keep) == 0 {
+		return nil
+	}
+	return retain(ctx, r, keep)
+}
+
+// decidedChanges nets ds (sorted by key) into changes of their keys'
+// totals and of their buckets of each width the key's windows have (at
+// each one's accept time), sorted by key; a net of 0 writes nothing.
+func decidedChanges(s *Store, ds []decided) (totals, buckets []change.Change) {
+	at := make(map[change.ID]int) // index in buckets
+	for i, d := range ds {
+		if i == 0 || d.key != ds[i-1].key {
+			totals = append(totals, change.Change{Key: d.key, Kind: change.Total})
+		}
+		totals[len(totals)-1].Delta += d.delta
+		if s.retention == nil {
+			continue
+		}
+		for _, k := range []change.Kind{change.Minute, change.Hour, change.Day} {
+			if _, ok := s.retention(d.key, k); !ok {
+				continue
+			}
+			w := int64(k.Width() / time.Second)
+			sec := time.UnixMicro(d.at).Unix()
+			id := change.ID{Key: d.key, Kind: k, Bucket: sec - sec%w} // accept times are after 1970
+			j, ok := at[id]
+			if !ok {
+				j = len(buckets)
+				at[id] = j
+				buckets = append(buckets, change.Change{Key: id.Key, Kind: k, Bucket: id.Bucket})
+			}
+			buckets[j].Delta += d.delta
+		}
+	}
+	zero := func(c change.Change) bool { return c.Delta == 0 }
+	return slices.DeleteFunc(totals, zero), slices.DeleteFunc(buckets, zero)
+}
+
+// decidedTotals is the totals' written CTE, and with buckets the windows'
+// bucket_written, as a statement of its own: $1 (the lanes) is NULL, so
+// they write every change and fresh is never read.
+func decidedTotals(expiring, buckets bool) string {
+	text, next := totalsPart.text(2, expiring)
+	q := `WITH fresh AS (SELECT NULL::boolean[] AS lanes), ` + text
+	from := "written"
+	if buckets {
+		more, _ := bucketsPart.text(next, expiring)
+		q += ", " + more
+		from = "(SELECT created FROM written UNION ALL SELECT created FROM bucket_written) AS w"
+	}
+	return q + `
+SELECT count(*) FILTER (WHERE NOT created)::int, count(*) FILTER (WHERE created)::int FROM ` + from
 }

@@ -12,7 +12,7 @@ import (
 func testKinds() []Writer {
 	return []Writer{
 		SetWriter(), ExpireWriter(), OnceWriter(), TotalsWriter(), WindowsWriter(),
-		GrantWriter(), UniquesWriter(), UniqueBucketsWriter(),
+		GrantWriter(), UniquesWriter(), UniqueBucketsWriter(), MemberWriter(),
 	}
 }
 

@@ -3,6 +3,8 @@ package slots
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // The rollup's per-kind work. A kind family whose rows the rollup folds,
@@ -24,6 +26,11 @@ type rollupPart struct {
 	// says how many; ExpireBuckets runs every writer's in turn, chunk
 	// after chunk, until each deletes fewer than chunk.
 	expireBuckets func(s *Store, ctx context.Context, at *time.Time, chunk int) (int64, error)
+	// expireKeys deletes the family's own rows of keys (sorted) whose
+	// expiry passed, in the rollup's transaction expiring them (Expire),
+	// and returns those it deleted: a key it leaves out (one a round
+	// holds) is not expired this time.
+	expireKeys func(ctx context.Context, tx pgx.Tx, keys []string) ([]string, error)
 	// prune deletes what the family keeps beside counts once it can no
 	// longer matter (INCRONCE's seen entries), in chunks, and says how
 	// many it deleted.
@@ -50,6 +57,11 @@ type PruneOptions struct {
 	// Slack is how long an entry is kept past the end of what it
 	// decides (ROLLUP_SEEN_SLACK for INCRONCE's seen entries).
 	Slack time.Duration
+	// SetTombstoneSlack is how long an exact set's tombstone (a
+	// non-member's row) is kept after its last decision
+	// (ROLLUP_SET_TOMBSTONE_SLACK): a reconcile as of that long ago
+	// still sees it (kind_member.go).
+	SetTombstoneSlack time.Duration
 	// Chunk is how many rows one statement deletes (default
 	// DefaultFoldChunk).
 	Chunk int

@@ -98,6 +98,15 @@ func (s *Store) ApplyOnce(ctx context.Context, id store.BatchID, batch []change.
 		res.Inserted += r.Inserted
 		res.Attempts += r.Attempts
 		res.Duplicate = res.Duplicate && doneAll[w]
+		if errs[w] != nil {
+			continue // its outcomes are of a transaction rolled back
+		}
+		for id, o := range r.Outcomes {
+			if res.Outcomes == nil {
+				res.Outcomes = make(map[string]int64, len(r.Outcomes))
+			}
+			res.Outcomes[id] = o
+		}
 	}
 	return res, errors.Join(errs...)
 }

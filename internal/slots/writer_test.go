@@ -54,7 +54,7 @@ func TestRoundStatementParams(t *testing.T) {
 		}
 	}
 	for _, expiring := range []bool{false, true} {
-		check(fmt.Sprintf("onceTotals(%v, false)", expiring), onceTotals(expiring, false), 1+len(totalsPart.params))
-		check(fmt.Sprintf("onceTotals(%v, true)", expiring), onceTotals(expiring, true), 1+len(totalsPart.params)+len(bucketsPart.params))
+		check(fmt.Sprintf("decidedTotals(%v, false)", expiring), decidedTotals(expiring, false), 1+len(totalsPart.params))
+		check(fmt.Sprintf("decidedTotals(%v, true)", expiring), decidedTotals(expiring, true), 1+len(totalsPart.params)+len(bucketsPart.params))
 	}
 }

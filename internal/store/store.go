@@ -62,4 +62,11 @@ type ApplyResult struct {
 	// Attempts is how many transactions it took (the number of writers
 	// unless some were retried).
 	Attempts int
+	// Outcomes holds, for changes whose effect was decided in the
+	// round's transaction and is their reply (an SADD's "was it new"),
+	// that effect, by change.OpID; nil when the round has none. When
+	// ApplyOnce fails it holds those of the transactions that committed
+	// (a round committed in part): applying the round again decides only
+	// the rest, so the caller keeps these.
+	Outcomes map[string]int64
 }

@@ -187,3 +187,17 @@ BEGIN
     CREATE OR REPLACE VIEW counter_unique_buckets AS SELECT * FROM counter_unique_buckets_all();
 END
 $do$;
+
+-- Exact sets: a set's members are on its key's partition.
+CREATE OR REPLACE FUNCTION counter_set_members_of(key text, lim integer, after bytea DEFAULT NULL)
+RETURNS TABLE (member bytea)
+LANGUAGE plproxy AS $$ CLUSTER ':cluster'; RUN ON hashtext(key); TARGET counter_set_members_of; $$;
+
+CREATE OR REPLACE FUNCTION counter_set_contains(key text, member bytea) RETURNS boolean
+LANGUAGE plproxy AS $$ CLUSTER ':cluster'; RUN ON hashtext(key); TARGET counter_set_contains; $$;
+
+-- counter_set_reconcile writes on the key's partition (as_of is the
+-- app's snapshot, taken where the app's table is).
+CREATE OR REPLACE FUNCTION counter_set_reconcile(key text, members bytea[], as_of timestamptz)
+RETURNS TABLE (added bigint, removed bigint)
+LANGUAGE plproxy AS $$ CLUSTER ':cluster'; RUN ON hashtext(key); TARGET counter_set_reconcile; $$;

@@ -67,6 +67,8 @@ type bench struct {
 	fleetLog  *os.File
 	fleetURL  string
 	fleetPool *pgxpool.Pool
+	// setsPool is the sets section's likes pattern's connections.
+	setsPool *pgxpool.Pool
 }
 
 // newBench checks the tools, recreates the schema and opens the pool.
@@ -119,7 +121,7 @@ func (b *bench) maxConns() int {
 }
 
 func (b *bench) needsCounterd() bool {
-	if b.cfg.runs("ingest") || b.cfg.runs("latency") || b.cfg.runs("sustain") || b.cfg.runs("windows") || b.cfg.runs("uniques") || b.cfg.runs("partitions") || b.cfg.runs("fleet") || b.cfg.needsTake() {
+	if b.cfg.runs("ingest") || b.cfg.runs("latency") || b.cfg.runs("sustain") || b.cfg.runs("windows") || b.cfg.runs("uniques") || b.cfg.runs("partitions") || b.cfg.runs("fleet") || b.cfg.runs("sets") || b.cfg.needsTake() {
 		return true
 	}
 	return slices.ContainsFunc(b.cfg.Approaches, func(name string) bool {
@@ -144,6 +146,11 @@ func (b *bench) checkConnections(ctx context.Context) error {
 	const counterdConns = 16
 	if need := b.maxConns() + counterdConns; need > max-reserved-used {
 		return usageError{&config.Error{Var: "COUNTERBENCH_CLIENTS",
+			Msg: fmt.Sprintf("needs %d database connections; the server has %d free (max_connections %d)", need, max-reserved-used, max)}}
+	}
+	// The likes pattern's pool besides the run's.
+	if need := b.maxConns() + counterdConns + b.cfg.SetsClients; b.cfg.runs("sets") && need > max-reserved-used {
+		return usageError{&config.Error{Var: "COUNTERBENCH_SETS_CLIENTS",
 			Msg: fmt.Sprintf("needs %d database connections; the server has %d free (max_connections %d)", need, max-reserved-used, max)}}
 	}
 	if !b.cfg.runs("fleet") {
@@ -185,6 +192,9 @@ func (b *bench) close() error {
 	}
 	if b.fleetPool != nil {
 		b.fleetPool.Close()
+	}
+	if b.setsPool != nil {
+		b.setsPool.Close()
 	}
 	if b.pool != nil {
 		b.pool.Close()
@@ -234,6 +244,7 @@ func (b *bench) run(ctx context.Context) (*report.Report, error) {
 		{"budget", b.budgets},
 		{"tickets", b.ticketsSection},
 		{"fleet", b.fleet},
+		{"sets", b.setsSection},
 	} {
 		if !b.cfg.runs(s.name) {
 			continue
@@ -289,6 +300,9 @@ func (b *bench) cells() int {
 	if b.cfg.runs("fleet") {
 		n += len(b.cfg.FleetKeys) * len(fleetPipelines) * (len(b.cfg.FleetSizes) + 1)
 	}
+	if b.cfg.runs("sets") {
+		n += b.cfg.SetsRuns * setsCellCount()
+	}
 	return n
 }
 
@@ -300,7 +314,9 @@ func (b *bench) add(r report.Row, err error) {
 		b.failures++
 		b.progress.note(fmt.Sprintf("%s %s c=%d failed: %v", r.Approach, r.Keys, r.Clients, err))
 	}
-	if r.Checked && !r.Exact() && !r.Estimate && r.Approach != "naive" {
+	// A SADD row's total grows by the new members, not the requests.
+	sadd := r.Section == report.Sets && r.Command != report.CommandIncr
+	if r.Checked && !r.Exact() && !r.Estimate && r.Approach != "naive" && !sadd {
 		b.progress.note(fmt.Sprintf("WARNING: %s %s c=%d stored %d for %d increments acknowledged",
 			r.Approach, r.Keys, r.Clients, r.Stored, r.Increments))
 	}

@@ -47,11 +47,14 @@ type pgCPU struct {
 	postmaster int
 }
 
-// startCPU takes the first readings of pid's CPU, and of pg's unless it
-// is nil (redis-server has no database).
+// startCPU takes the first readings of pid's CPU, unless pid is 0 (no
+// server: the sets section's likes pattern), and of pg's unless it is nil
+// (redis-server has no database).
 func startCPU(ctx context.Context, pid int, pg *pgCPU) *cpuMeter {
 	m := &cpuMeter{server: pid}
-	m.serverAt, m.serverOK = tree(pid)
+	if pid > 0 {
+		m.serverAt, m.serverOK = tree(pid)
+	}
 	if pg != nil {
 		if m.postmaster = pg.postmaster; m.postmaster != 0 {
 			m.pgAt, m.pgOK = tree(m.postmaster)
@@ -63,8 +66,10 @@ func startCPU(ctx context.Context, pid int, pg *pgCPU) *cpuMeter {
 
 // finish takes the second readings into row.CPU.
 func (m *cpuMeter) finish(ctx context.Context, row *report.Row) {
-	if now, ok := tree(m.server); ok && m.serverOK {
-		row.CPU.Server = report.Share{Time: now - m.serverAt, Known: true}
+	if m.serverOK {
+		if now, ok := tree(m.server); ok {
+			row.CPU.Server = report.Share{Time: now - m.serverAt, Known: true}
+		}
 	}
 	if m.backends != nil {
 		row.CPU.PG = m.backends.finish(ctx)

@@ -135,14 +135,14 @@ func (b *bench) describeSettings() [][2]string {
 		s = append(s, [2]string{"sustain", fmt.Sprintf("%d clients, %d INCR per round trip, offering %.0f INCR/s in total for %v, %s keys; counterd's /metrics read every %v",
 			sustainClients, sustainPipeline, c.SustainRate, c.SustainDuration, sustainKeys, sampleEvery)})
 	}
-	if c.runs("ingest") || c.runs("uniques") {
+	if c.runs("ingest") || c.runs("uniques") || c.runs("sets") {
 		pg := "PostgreSQL: the backends with counterd's (or the peer's worker's) application_name in pg_stat_activity; whole PostgreSQL: "
 		if b.postmaster != 0 {
 			pg += fmt.Sprintf("postmaster pid %d and its children (the server is not the run's own: other clients' work counts too)", b.postmaster)
 		} else {
 			pg += "not measured, " + b.postmasterWhy
 		}
-		s = append(s, [2]string{"CPU per request", "utime+stime from /proc/PID/stat before and after each ingest and uniques cell (after counterd's final FLUSH or the peer's drain), divided by the requests; the peer's worker is a process of its own; " + pg})
+		s = append(s, [2]string{"CPU per request", "utime+stime from /proc/PID/stat before and after each ingest, uniques and sets cell (after counterd's final FLUSH or the peer's drain), divided by the requests; the peer's worker is a process of its own; " + pg})
 	}
 	if c.runs("uniques") {
 		s = append(s, [2]string{"uniques", fmt.Sprintf("redis-benchmark -c %d -P 16, %d runs, interleaved: INCR and PFADD with -n %d -r %d to counterd, PFADD to redis-server keeping nothing and with appendfsync everysec; INCRONCE (window %s) with -n %d aiming at %s%% repeats",
@@ -159,6 +159,10 @@ func (b *bench) describeSettings() [][2]string {
 		}
 		s = append(s, [2]string{"fleet", fmt.Sprintf("in a database of its own on the same server (%s, dropped and recreated), %s counterd daemons (COUNTERD_DB_MAX_CONNS=%d each, logs in %s) sharing %s increments and %d clients (%s, -c max(1, %d/N)), -r %s, -P 1 and -P 16, and the Redis-buffer-plus-worker pattern under the same load; every cell starts its processes afresh and waits %v before reading PostgreSQL's statistics",
 			fleetDatabase(c.Schema), intList(c.FleetSizes), b.fleetDBConns(), report.FleetLogFile, report.Thousands(int64(c.FleetRequests)), ingestClients, load, ingestClients, intList(c.FleetKeys), c.FleetSettle)})
+	}
+	if c.runs("sets") {
+		s = append(s, [2]string{"sets", fmt.Sprintf("%d clients of counterbench's own, %d runs, interleaved, each cell %v or %s requests: SADD of new user ids and then of the same ids again, and INCR, to %d keys (post:N:likes behind a prefix of each group's own, e.g. s1b:post:7:likes; user u to post u mod %d) at -P 16 and -P 1, to counterd and (SADD) to redis-server with appendfsync everysec; the application's own pattern through pgx (%d connections): tables likes (post_id, user_id, primary key both) and posts (id, like_count), one transaction a like, INSERT ... ON CONFLICT DO NOTHING and, when it inserted, UPDATE posts SET like_count = like_count + 1",
+			c.SetsClients, c.SetsRuns, c.Duration, report.Thousands(int64(c.SetsRequests)), c.SetsPosts, c.SetsPosts, c.SetsClients)})
 	}
 	if c.runs("budget") {
 		sizes := make([]string, len(c.BudgetSizes))

@@ -12,7 +12,10 @@
 // with few and many repeated visitors. Two more sections reproduce issue
 // 13's seeds: bounded budgets spent by SQL alone and by counterd's TAKE
 // from one and two daemons (seed 000), and one owner's tickets drawn
-// concurrently (seed 004). It writes bench.md, bench.csv and bench.png,
+// concurrently (seed 004). The sets section runs exact sets' SADD (new
+// members and repeats) beside INCR, redis-server's SADD and the
+// application's own likes pattern in SQL. It writes bench.md, bench.csv
+// and bench.png,
 // sustain.png and sustain.csv for the sustained load, budgets.csv for the
 // budget and tickets cells, and counterd.log, counterd-uniques.log,
 // counterd-budget.log, redis-server.log and peer-worker.log with

@@ -25,7 +25,9 @@ its own, counterd, redis-server for reference and the Redis-buffer-plus-
 worker pattern (redis-server buffering HINCRBY, a worker moving the buffer
 into PostgreSQL every second: "counterbench peer-worker", started by the
 run itself); unique counts (PFADD
-against INCR and redis-server's PFADD, INCRONCE); and bounded budgets
+against INCR and redis-server's PFADD, INCRONCE); exact sets (SADD
+against INCR, redis-server's SADD and an application's likes table);
+and bounded budgets
 (seed 000) and ticket draws (seed 004) the same way. Writes bench.md,
 bench.csv and bench.png (and, for the sustain section, sustain.png and
 sustain.csv; for the budget and tickets sections, budgets.csv) into

@@ -21,7 +21,7 @@ type settings struct {
 	// of hot.
 	Keyspace   uint64   `env:"COUNTERBENCH_KEYSPACE" envDefault:"1000000" help:"keys that zipf and uniform draw from"`
 	Approaches []string `env:"COUNTERBENCH_APPROACHES" envDefault:"all" help:"approaches to measure, comma-separated, or all"`
-	Sections   []string `env:"COUNTERBENCH_SECTIONS" envDefault:"matrix,ceiling,ingest,latency,sustain,windows,uniques,partitions,budget,tickets,fleet" help:"sections to run: matrix, ceiling, ingest, latency, sustain, windows, uniques, partitions, budget, tickets, fleet"`
+	Sections   []string `env:"COUNTERBENCH_SECTIONS" envDefault:"matrix,ceiling,ingest,latency,sustain,windows,uniques,partitions,budget,tickets,fleet,sets" help:"sections to run: matrix, ceiling, ingest, latency, sustain, windows, uniques, partitions, budget, tickets, fleet, sets"`
 	Out        string   `env:"COUNTERBENCH_OUT" envDefault:"results" help:"directory for bench.md, bench.csv, bench.png and the servers' logs"`
 	Schema     string   `env:"COUNTERBENCH_SCHEMA" envDefault:"counterbench" help:"schema holding every table of the run, counterd's included"`
 
@@ -90,10 +90,20 @@ type settings struct {
 	// paced below what the largest fleet reaches, every N gets the same
 	// load a second, as a real fleet's database does.
 	FleetRate float64 `env:"COUNTERBENCH_FLEET_RATE" envDefault:"0" help:"when positive, the fleet section's increments a second in all, paced by counterbench's own load generator (INCR, HINCRBY for the peer) rather than redis-benchmark as fast as it goes"`
+
+	// A hundred hot posts liked by a busy site's users: every round
+	// touches every key, and in the application's own pattern every
+	// like waits for its post's row lock.
+	SetsPosts   int `env:"COUNTERBENCH_SETS_POSTS" envDefault:"100" help:"keys (posts) of the sets section: post:0:likes ... and the likes pattern's posts rows"`
+	SetsClients int `env:"COUNTERBENCH_SETS_CLIENTS" envDefault:"32" help:"clients of every sets cell (and the likes pattern's connections)"`
+	SetsRuns    int `env:"COUNTERBENCH_SETS_RUNS" envDefault:"2" help:"times the sets section runs every cell, interleaved"`
+	// A cap besides COUNTERBENCH_DURATION, so a cell's loop is bounded by
+	// count too, and the members the run keeps track of stay few.
+	SetsRequests int `env:"COUNTERBENCH_SETS_REQUESTS" envDefault:"20000000" help:"most requests of a sets cell; it ends there or after COUNTERBENCH_DURATION, whichever comes first"`
 }
 
 var (
-	sectionNames = []string{"matrix", "ceiling", "ingest", "latency", "sustain", "windows", "uniques", "partitions", "budget", "tickets", "fleet"}
+	sectionNames = []string{"matrix", "ceiling", "ingest", "latency", "sustain", "windows", "uniques", "partitions", "budget", "tickets", "fleet", "sets"}
 	schemaName   = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 )
 
@@ -167,7 +177,7 @@ func (s *settings) Validate() error {
 	case s.SustainDuration <= 0:
 		return bad("COUNTERBENCH_SUSTAIN_DURATION", "must be positive")
 	}
-	for _, validate := range []func(func(name, format string, args ...any) error) error{s.validateUniques, s.validatePartitions, s.validateBudget, s.validateFleet} {
+	for _, validate := range []func(func(name, format string, args ...any) error) error{s.validateUniques, s.validatePartitions, s.validateBudget, s.validateFleet, s.validateSets} {
 		if err := validate(bad); err != nil {
 			return err
 		}
@@ -280,6 +290,21 @@ func (s *settings) validateFleet(bad func(name, format string, args ...any) erro
 		return bad("COUNTERBENCH_FLEET_RATE", "must not be negative")
 	case s.runs("fleet") && len(fleetDatabase(s.Schema)) > 63:
 		return bad("COUNTERBENCH_SCHEMA", "%q is too long to name the fleet section's database", s.Schema)
+	}
+	return nil
+}
+
+// validateSets checks the sets section's settings.
+func (s *settings) validateSets(bad func(name, format string, args ...any) error) error {
+	switch {
+	case s.SetsPosts < 1 || s.SetsPosts > 1_000_000:
+		return bad("COUNTERBENCH_SETS_POSTS", "must be within 1..1000000")
+	case s.SetsClients < 1 || s.SetsClients > 512:
+		return bad("COUNTERBENCH_SETS_CLIENTS", "must be within 1..512")
+	case s.SetsRuns < 1 || s.SetsRuns > 100:
+		return bad("COUNTERBENCH_SETS_RUNS", "must be within 1..100")
+	case s.SetsRequests < 1 || s.SetsRequests > 100_000_000:
+		return bad("COUNTERBENCH_SETS_REQUESTS", "must be within 1..100000000")
 	}
 	return nil
 }

@@ -19,7 +19,8 @@ import (
 // increment committed) for partitions rows; daemons, transactions (see
 // Row), daemon_cpu_us_per_own_incr (every daemon's, separated by
 // spaces), the staleness columns (see Staleness) and wal_bytes_per_incr
-// for fleet rows. The cpu columns are CPU microseconds per
+// for fleet rows; new, members and committed_rate (see
+// Row.SetsCommittedRate) for sets rows. The cpu columns are CPU microseconds per
 // increment (see CPU): the server measured, counterd's (or the peer's
 // worker's) PostgreSQL backends, the whole PostgreSQL server, and the
 // peer's worker process.
@@ -36,6 +37,7 @@ var Columns = []string{
 	"worker_cpu_us_per_incr", "client_cpu_us_per_incr",
 	"daemons", "transactions", "transactions_per_100k", "daemon_cpu_us_per_own_incr",
 	"probes", "staleness_p50_ms", "staleness_p99_ms", "staleness_max_ms",
+	"members",
 	"missing", "note",
 }
 
@@ -112,6 +114,9 @@ func record(r Row) []string {
 		}
 		if r.Section == Fleet {
 			fleetRecord(r, v)
+		}
+		if r.Section == Sets {
+			setsRecord(r, v)
 		}
 		for col, share := range map[string]Share{
 			"server_cpu_us_per_incr": r.CPU.Server, "pg_cpu_us_per_incr": r.CPU.PG, "pg_server_cpu_us_per_incr": r.CPU.PGServer,

@@ -34,6 +34,8 @@ func serverLabel(name string) string {
 		return "redis-server (appendfsync everysec)"
 	case Peer:
 		return "redis-server everysec + worker → PostgreSQL"
+	case AppLikes:
+		return "app pattern (likes + like_count)"
 	}
 	return name
 }

@@ -57,6 +57,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	uniques(b, r)
 	partitions(b, r)
 	fleet(b, r)
+	setsMarkdown(b, r)
 	budgetMarkdown(b, &r.BudgetPart)
 	return b.Flush()
 }

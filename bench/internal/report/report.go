@@ -125,6 +125,11 @@ type Row struct {
 	DaemonCPU    []time.Duration
 	Transactions int64
 	Staleness    Staleness
+	// Members is the set members the cell's keys hold afterwards: their
+	// SCARDs summed (counterd, redis-server) or the likes rows (the
+	// application's pattern). Sets rows only; New there counts the
+	// members the replies said were new.
+	Members int64
 	// Missing says the cell could not run, and Note why. Note may also
 	// carry a remark on a cell that ran.
 	Missing bool

@@ -1,0 +1,1 @@
+DROP FUNCTION counter_set_reconcile(text, bytea[], timestamptz);
