@@ -296,3 +296,47 @@ func TestSetsWindows(t *testing.T) {
 		t.Fatalf("bucket rows sum to %d; want 2", buckets)
 	}
 }
+
+// Bad input to the set commands gets a clear error and changes nothing;
+// a member is any bytes, up to 512 of them.
+func TestSetsBadInput(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	d := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=1h")
+	c := client(t, d.socket)
+	ctx := context.Background()
+	const key = "post:11:likes"
+	fails := func(want string, args ...any) {
+		t.Helper()
+		if err := c.Do(ctx, args...).Err(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%v: %v; want an error saying %q", args, err, want)
+		}
+	}
+	long := strings.Repeat("m", 513)
+	fails("set member must be 1..512 bytes", "SADD", key, "")
+	fails("set member must be 1..512 bytes", "SADD", key, "ok", long)
+	fails("set member must be 1..512 bytes", "SREM", key, long)
+	fails("set member must be 1..512 bytes", "SISMEMBER", key, "")
+	fails("wrong number of arguments", "SADD", key)
+	fails("wrong number of arguments", "SMEMBERS", key, "x")
+	fails("invalid cursor", "SSCAN", key, "-1")
+	fails("invalid cursor", "SSCAN", key, "abc")
+	fails("out of range", "SSCAN", key, "0", "COUNT", "0")
+	fails("syntax error", "SSCAN", key, "0", "COUNT")
+	fails("syntax error", "SSCAN", key, "0", "LIMIT", "3")
+	if got := setRows(t, db, key); got != 0 {
+		t.Fatalf("%d member rows after refused commands; want 0", got)
+	}
+	binary := string([]byte{0, 0xff, '\r', '\n', 'x'})
+	max := strings.Repeat("z", 512)
+	if got := reply(t, c, "SADD", key, binary, max); got != "2" {
+		t.Fatalf("SADD of a binary member and a 512-byte one: %s; want 2", got)
+	}
+	if got := reply(t, c, "SMISMEMBER", key, binary, max, "z"); got != "[1 1 0]" {
+		t.Fatalf("SMISMEMBER: %s; want [1 1 0]", got)
+	}
+	ms, err := c.SMembers(ctx, key).Result()
+	if err != nil || len(ms) != 2 || ms[0] != binary || ms[1] != max {
+		t.Fatalf("SMEMBERS: %q, %v; want the binary member, then the 512-byte one", ms, err)
+	}
+}
