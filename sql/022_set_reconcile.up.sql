@@ -39,6 +39,11 @@ BEGIN
         RAISE EXCEPTION 'counter_set_reconcile: members and as_of must not be NULL'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    -- The key's set lock, shared, as a round deciding set operations
+    -- takes it (internal/slots: keyLock), so a DEL or SET of the key
+    -- (which holds it exclusive) and a reconcile take turns: the total a
+    -- DEL replaces and the rows it deletes stay the same set.
+    PERFORM pg_advisory_xact_lock_shared(1668183140, hashtext($1));
     -- The rows it may change, in member order: the wanted members and
     -- the key's members, each with whether it is wanted (a NULL element
     -- fails the insert below).

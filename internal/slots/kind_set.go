@@ -73,7 +73,7 @@ DELETE FROM counter_expiry WHERE key = ANY($1::text[]) AND (SELECT n FROM keyloc
 const (
 	keyLock       = `pg_advisory_xact_lock(` + keyLockClass + `, hashtext(k))`
 	keyLockShared = `pg_advisory_xact_lock_shared(` + keyLockClass + `, hashtext(k))`
-	keyLockClass  = `1668183140` // "cntd"
+	keyLockClass  = `1668183140` // "cntd"; sql/022's counter_set_reconcile takes it shared too
 )
 
 // setBatch makes each key of $1 total $2 (with variance $3): it adds the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -306,4 +307,36 @@ func BenchmarkSetReconcile(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(2*b.N)/1000, "ms/reconcile")
 	})
+}
+
+// counter_set_reconcile takes the key's set lock shared, as a round
+// does: while a DEL or SET of the key holds it exclusive, the reconcile
+// waits (here: until its lock_timeout).
+func TestSetReconcileTakesSetLock(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	ctx := context.Background()
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read-only holder
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(1668183140, hashtext('post:1:likes'))`); err != nil {
+		t.Fatal(err)
+	}
+	other, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback(ctx) //nolint:errcheck // fails by design
+	if _, err := other.Exec(ctx, `SET LOCAL lock_timeout = '200ms'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = other.Exec(ctx, `SELECT counter_set_reconcile('post:1:likes', ARRAY['u1'::bytea], now())`)
+	if err == nil || !strings.Contains(err.Error(), "lock timeout") {
+		t.Fatalf("reconcile while the set's lock is held exclusive: %v; want a lock timeout", err)
+	}
+	if _, err := db.Pool.Exec(ctx, `SELECT counter_set_reconcile('post:2:likes', ARRAY['u1'::bytea], now())`); err != nil {
+		t.Fatalf("reconcile of another key: %v", err)
+	}
 }
