@@ -140,8 +140,11 @@ func TestSetsPipelineSharesCommit(t *testing.T) {
 					t.Fatalf("%v: got %d, %v; want %d", cmd.Args(), n, err, want[i])
 				}
 			}
-			if got := metric(t, d, "counterd_flushes_total") - rounds; got < 1 || got > 3 {
-				t.Fatalf("%d rounds committed for a pipeline of %d set operations; want 1 to 3 (one shared wait)", int(got), len(want))
+			// Without the shared wait each command waits for a round of its
+			// own (17); with it, a round per group the daemon reads the
+			// pipeline in (one, unless the socket hands it over in pieces).
+			if got := metric(t, d, "counterd_flushes_total") - rounds; got < 1 || got > float64(len(want)/2) {
+				t.Fatalf("%d rounds committed for a pipeline of %d set operations; want 1 to %d (shared waits)", int(got), len(want), len(want)/2)
 			}
 			if got, rows := total(t, db, key), setRows(t, db, key); got != members-1 || rows != members-1 {
 				t.Fatalf("total %d, member rows %d; want %d", got, rows, members-1)
