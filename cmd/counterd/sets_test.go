@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/counterd/counterd/internal/pgtest"
 )
 
@@ -20,12 +22,7 @@ func TestSetsRepliesExact(t *testing.T) {
 	d := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=1h")
 	c := client(t, d.socket)
 	const key = "post:1:likes"
-	f := func(want string, args ...any) {
-		t.Helper()
-		if got := reply(t, c, args...); got != want {
-			t.Fatalf("%v: got %s; want %s", args, got, want)
-		}
-	}
+	f := expectReplies(t, c)
 	f("2", "SADD", key, "user:1", "user:2")
 	f("0", "SADD", key, "user:1") // a retry
 	f("1", "SADD", key, "user:3", "user:3")
@@ -89,6 +86,17 @@ func TestSetsToggleAcrossDaemons(t *testing.T) {
 	}
 	if got := reply(t, client(t, ds[0].socket), "SCARD", key); got != strconv.FormatInt(rows, 10) {
 		t.Fatalf("SCARD %s; want %d", got, rows)
+	}
+}
+
+// expectReplies returns a check that a command's reply, as reply formats
+// it, is want.
+func expectReplies(t *testing.T, c *redis.Client) func(want string, args ...any) {
+	return func(want string, args ...any) {
+		t.Helper()
+		if got := reply(t, c, args...); got != want {
+			t.Fatalf("%v: got %s; want %s", args, got, want)
+		}
 	}
 }
 
@@ -162,12 +170,7 @@ func TestSetsDel(t *testing.T) {
 	d := startDaemon(t, db, "COUNTERD_FLUSH_INTERVAL=1h")
 	c := client(t, d.socket)
 	const key = "post:7:likes"
-	f := func(want string, args ...any) {
-		t.Helper()
-		if got := reply(t, c, args...); got != want {
-			t.Fatalf("%v: got %s; want %s", args, got, want)
-		}
-	}
+	f := expectReplies(t, c)
 	f("3", "SADD", key, "user:1", "user:2", "user:3")
 	f("1", "DEL", key)
 	f("0", "SCARD", key)

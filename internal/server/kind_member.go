@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/counterd/counterd/internal/change"
+	"github.com/counterd/counterd/internal/glob"
 	"github.com/counterd/counterd/internal/resp"
 )
 
@@ -169,7 +170,7 @@ func (c *session) sscan(ctx context.Context, args [][]byte) error {
 		next = s.cursors.put(key, members[len(members)-1])
 	}
 	if pattern != "" {
-		members = slices.DeleteFunc(members, func(m []byte) bool { return !globMatch(pattern, string(m)) })
+		members = slices.DeleteFunc(members, func(m []byte) bool { return !glob.MatchRedis(pattern, string(m)) })
 	}
 	c.out = resp.AppendArrayHeader(c.out, 2)
 	c.out = resp.AppendBulkString(c.out, strconv.FormatUint(next, 10))

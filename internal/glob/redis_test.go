@@ -1,9 +1,9 @@
-package server
+package glob
 
 import "testing"
 
-// Redis's glob rules, as KEYS and SSCAN MATCH apply them.
-func TestGlobMatch(t *testing.T) {
+// Redis's glob rules, as SSCAN's MATCH applies them.
+func TestMatchRedis(t *testing.T) {
 	for _, c := range []struct {
 		p, s string
 		want bool
@@ -14,8 +14,8 @@ func TestGlobMatch(t *testing.T) {
 		{`h\*o`, "h*o", true}, {`h\*o`, "hxo", false}, {"a*b*c", "aXXbYYc", true}, {"a*b*c", "aXXbYY", false},
 		{"[", "x", false}, {"ab", "abc", false}, {"**x", "yyx", true},
 	} {
-		if got := globMatch(c.p, c.s); got != c.want {
-			t.Errorf("globMatch(%q, %q) = %v; want %v", c.p, c.s, got, c.want)
+		if got := MatchRedis(c.p, c.s); got != c.want {
+			t.Errorf("MatchRedis(%q, %q) = %v; want %v", c.p, c.s, got, c.want)
 		}
 	}
 }

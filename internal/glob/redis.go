@@ -1,10 +1,13 @@
-package server
+package glob
 
-// globMatch reports whether s matches pattern, by Redis's glob rules
-// (stringmatchlen): * any run of bytes, ? one byte, [abc] [a-z] [^a]
-// one byte of a class, \x the byte x. Unlike path.Match, * also matches
-// '/', and a malformed class matches its bytes literally.
-func globMatch(pattern, s string) bool {
+// MatchRedis reports whether s matches pattern by Redis's own glob rules
+// (stringmatchlen), as SSCAN's MATCH takes them: * any run of bytes, ?
+// one byte, [abc] [a-z] [^a] one byte of a class, \x the byte x; a
+// malformed class matches its bytes literally. It matches any bytes (a
+// set's members need not be UTF-8) and compiles nothing, unlike a
+// Matcher, whose patterns are the configuration's (* and ? only, on
+// UTF-8 keys, compiled once for the increment path).
+func MatchRedis(pattern, s string) bool {
 	for len(pattern) > 0 {
 		switch pattern[0] {
 		case '*':
@@ -15,7 +18,7 @@ func globMatch(pattern, s string) bool {
 				return true
 			}
 			for i := 0; i <= len(s); i++ {
-				if globMatch(pattern[1:], s[i:]) {
+				if MatchRedis(pattern[1:], s[i:]) {
 					return true
 				}
 			}
